@@ -1,0 +1,206 @@
+"""One scheduling pass over jobs in priority order: start, backfill, reserve or explain (algorithms.md §1).
+
+For each job, in order:
+1. a job no node of its queue could ever hold is `never_fits` (or `node_down`);
+2. it *starts* on nodes that hold it now without delaying any reservation on them (a *backfill*
+   when a job ahead of it in its queue holds a reservation);
+3. otherwise, if the policy lets it reserve and its queue's reservation depth allows, it books the
+   nodes that can hold it earliest, from that (grain-aligned) time on;
+4. otherwise it waits, with the reason.
+Every policy is a configuration of this pass (`PassRules`) plus an order and a node selector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from app.sched.cluster import ClusterIndex, Eligible
+from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
+from app.sched.selectors import NodeView, Selector
+from app.sched.timeline import INF, Profile, align_up, release_time
+
+
+def _always(job: Job) -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class PassRules:
+    reservation_depth: int  # reservations per queue in this pass
+    one_reservation_per_node: bool = False  # seed 000: a node holds at most one reservation
+    stop_at_block: bool = False  # fcfs: a queue stops at its first job that cannot start
+    reserve_from_now: bool = False  # firstfit: reserved resources are withheld from now on
+    may_reserve: Callable[[Job], bool] = _always
+
+
+@dataclass(slots=True)
+class PassResult:
+    starts: list[Start] = field(default_factory=list)
+    reservations: list[Reservation] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    examined: set[tuple[str, frozenset[str]]] = field(default_factory=set)
+
+
+class BackfillPass:
+    """Pass-local state: the profile, the caches, the reservations made so far."""
+
+    def __init__(
+        self, cluster: ClusterIndex, profile: Profile, view: NodeView, selector: Selector,
+        rules: PassRules, overloaded: frozenset[str] = frozenset(),
+    ) -> None:
+        self.cluster, self.profile, self.view = cluster, profile, view
+        self.selector, self.rules, self.overloaded = selector, rules, overloaded
+        self.now, self.grain = profile.now, profile.grain
+        self.never: dict[tuple[object, ...], Reason | None] = {}
+        self.failed_now: set[tuple[object, ...]] = set()
+        self.reserved_in: dict[str, int] = {}
+        self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
+        self.out = PassResult()
+
+    def run(self, jobs: Sequence[Job]) -> PassResult:
+        for job in jobs:
+            self._one(job)
+        return self.out
+
+    def _one(self, job: Job) -> None:
+        elig = self.cluster.eligible_for(job)
+        self.out.examined.add(elig.key)
+        never = self._never_reason(job, elig)
+        if never is not None:
+            self._wait(job, never, _never_detail(job, never))
+            return
+        if job.queue in self.stopped:
+            self._wait(job, Reason.priority, f"behind job {self.stopped[job.queue]} in its queue")
+            return
+        nodes, fits_free = self._try_start(job, elig)
+        if nodes is not None:
+            kind = StartKind.BACKFILL if self.reserved_in.get(job.queue) else StartKind.START
+            ids = tuple(self.cluster.ids[x] for x in nodes)
+            self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
+            return
+        if self._may_reserve(job) and self._reserve(job, elig):
+            pass
+        else:
+            self._wait(job, *self._blocked_reason(job, fits_free))
+        if self.rules.stop_at_block:
+            self.stopped[job.queue] = job.id
+
+    def _may_reserve(self, job: Job) -> bool:
+        depth_left = self.reserved_in.get(job.queue, 0) < self.rules.reservation_depth
+        return depth_left and self.rules.may_reserve(job)
+
+    def _blocked_reason(self, job: Job, fits_free: bool) -> tuple[Reason, str]:
+        if fits_free:
+            return Reason.blocked_by_reservation, "fits now, but would delay a reservation"
+        if job.queue in self.overloaded:
+            return Reason.queue_overloaded, f"queue {job.queue} is over its load threshold"
+        return Reason.resources, "waiting for resources"
+
+    def _wait(self, job: Job, reason: Reason, detail: str, at: float | None = None) -> None:
+        self.out.pending.append(Pending(job.id, job.queue, reason, at, detail))
+
+    def _never_reason(self, job: Job, elig: Eligible) -> Reason | None:
+        shape = (elig.key, job.demand, job.nodes)
+        if shape not in self.never:
+            holds_any, holds_up = self.cluster.capacity_counts(elig, job.demand)
+            reason = None
+            if holds_any < job.nodes:
+                reason = Reason.never_fits
+            elif holds_up < job.nodes:
+                reason = Reason.node_down
+            self.never[shape] = reason
+        return self.never[shape]
+
+    def _try_start(self, job: Job, elig: Eligible) -> tuple[np.ndarray | None, bool]:
+        """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
+        d, n = job.demand, job.nodes
+        shape = (elig.key, d, n)
+        if shape in self.failed_now:
+            return None, False
+        pos = np.flatnonzero(self.profile.fits_now(elig, d))
+        if len(pos) < n:
+            self.failed_now.add(shape)
+            return None, False
+        cand = elig.nodes(pos)
+        release = release_time(self.now + job.walltime_s, self.now, self.grain)
+        n_booked = int(self.profile.booked[cand].sum())
+        ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_booked))
+        if n_booked:
+            ranked = np.array(
+                [x for x in ranked if not self.profile.booked[x]
+                 or self.profile.window_ok(int(x), self.now, release, d)][:n], dtype=np.int64
+            )
+        if len(ranked) < n:
+            return None, True
+        chosen = ranked[:n]
+        for x in chosen:
+            self.profile.start(int(x), d, release)
+        return chosen, True
+
+    def _reserve(self, job: Job, elig: Eligible) -> bool:
+        found = self._earliest_nodes(job, elig)
+        if found is None:
+            return False
+        start, nodes = found
+        end = align_up(start + job.walltime_s, self.grain)
+        hold_from = self.now if self.rules.reserve_from_now else start
+        for x in nodes:
+            self.profile.book(int(x), hold_from, end, job.demand)
+        ids = tuple(self.cluster.ids[int(x)] for x in nodes)
+        self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
+        self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1
+        return True
+
+    def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
+        """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
+        d, n = job.demand, job.nodes
+        lb = self.profile.lower_bounds(elig, d)
+        nodes = elig.nodes(np.arange(len(lb)))
+        booked = self.profile.booked[nodes]
+        times = np.where(booked, INF, lb)
+        if booked.any() and not self.rules.one_reservation_per_node:
+            self._exact_for_booked(job, nodes, lb, booked, times)
+        if np.count_nonzero(np.isfinite(times)) < n:
+            return None
+        for t in np.unique(times[np.isfinite(times)]):
+            chosen = self._feasible_at(job, float(t), nodes, times, booked)
+            if chosen is not None:
+                return float(t), chosen
+        return None
+
+    def _exact_for_booked(
+        self, job: Job, nodes: np.ndarray, lb: np.ndarray, booked: np.ndarray, times: np.ndarray
+    ) -> None:
+        """Fill `times` for booked nodes that could beat the n-th best unbooked time."""
+        unbooked = times[np.isfinite(times)]
+        bound = np.partition(unbooked, job.nodes - 1)[job.nodes - 1] if len(
+            unbooked) >= job.nodes else INF
+        for p in np.flatnonzero(booked & (lb < INF)):
+            if lb[p] <= bound:
+                times[p] = self.profile.earliest_on(int(nodes[p]), float(lb[p]),
+                                                    job.walltime_s, job.demand)
+
+    def _feasible_at(
+        self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray, booked: np.ndarray
+    ) -> np.ndarray | None:
+        """n nodes that hold the job over [t, end), earliest-available first, or None."""
+        end = align_up(t + job.walltime_s, self.grain)
+        ok = times <= t
+        for p in np.flatnonzero(ok & booked):
+            ok[p] = self.profile.window_ok(int(nodes[p]), t, end, job.demand)
+        pos = np.flatnonzero(ok)
+        if len(pos) < job.nodes:
+            return None
+        best = pos[np.lexsort((pos, times[pos]))][: job.nodes]
+        return np.sort(nodes[best])
+
+
+def _never_detail(job: Job, reason: Reason) -> str:
+    need = f"{job.nodes} node(s) with cpu={job.cpu} mem_mib={job.mem_mib} gpu={job.gpu}"
+    labels = f" and labels {sorted(job.labels)}" if job.labels else ""
+    if reason == Reason.never_fits:
+        return f"no node of queue {job.queue}{labels} can ever hold {need}"
+    return f"only nodes that are down or draining can hold {need}"

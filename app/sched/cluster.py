@@ -1,0 +1,106 @@
+"""The snapshot as numpy arrays, nodes sorted by (queue, id) so a queue is one contiguous slice.
+
+Built once per decision. Eligibility (queue + required labels) is cached per key, so a pass looks
+at a job's queue slice (a view, no copy) and never at the whole cluster.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from app.sched.model import Job, NodeState, Snapshot
+
+NEG = -(1 << 40)  # the free amount of a node that must never be given anything
+
+
+@dataclass(frozen=True, slots=True)
+class Eligible:
+    """The nodes a job may use: a slice of the node arrays, optionally narrowed by an index."""
+
+    key: tuple[str, frozenset[str]]
+    sl: slice
+    idx: np.ndarray | None  # absolute node indices, sorted; None = the whole slice
+
+    def take(self, arr: np.ndarray) -> np.ndarray:
+        return arr[self.sl] if self.idx is None else arr[self.idx]
+
+    def nodes(self, positions: np.ndarray) -> np.ndarray:
+        """Absolute node indices of positions inside take()'s result."""
+        return positions + self.sl.start if self.idx is None else self.idx[positions]
+
+    def size(self) -> int:
+        return self.sl.stop - self.sl.start if self.idx is None else len(self.idx)
+
+
+class ClusterIndex:
+    """Node arrays of one snapshot. `cap`, `alloc`: int64 (3, N); row order cpu, mem, gpu."""
+
+    def __init__(self, snapshot: Snapshot) -> None:
+        nodes = sorted(snapshot.nodes, key=lambda n: (n.queue, n.id))
+        self.ids = [n.id for n in nodes]
+        self.pos = {nid: i for i, nid in enumerate(self.ids)}
+        self.queue_of = [n.queue for n in nodes]
+        self.labels = [n.labels for n in nodes]
+        self.cap = np.array([n.cap for n in nodes], dtype=np.int64).T.copy()
+        self.alloc = np.array([n.alloc for n in nodes], dtype=np.int64).T.copy()
+        self.usable = np.array([n.state == NodeState.UP for n in nodes], dtype=bool)
+        self.cpu_load = np.array([n.cpu_load for n in nodes], dtype=np.float64)
+        self.cpu_ghz = np.array([n.cpu_ghz for n in nodes], dtype=np.float64)
+        self.queues = self._queue_slices()
+        self._eligible: dict[tuple[str, frozenset[str]], Eligible] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _queue_slices(self) -> dict[str, slice]:
+        out: dict[str, slice] = {}
+        start = 0
+        for i in range(1, len(self.queue_of) + 1):
+            if i == len(self.queue_of) or self.queue_of[i] != self.queue_of[start]:
+                out[self.queue_of[start]] = slice(start, i)
+                start = i
+        return out
+
+    def eligible(self, queue: str, labels: frozenset[str]) -> Eligible:
+        key = (queue, labels)
+        found = self._eligible.get(key)
+        if found is None:
+            found = self._make_eligible(key)
+            self._eligible[key] = found
+        return found
+
+    def eligible_for(self, job: Job) -> Eligible:
+        return self.eligible(job.queue, job.labels)
+
+    def _make_eligible(self, key: tuple[str, frozenset[str]]) -> Eligible:
+        queue, labels = key
+        sl = self.queues.get(queue, slice(0, 0))
+        if not labels:
+            return Eligible(key, sl, None)
+        idx = [i for i in range(sl.start, sl.stop) if labels <= self.labels[i]]
+        return Eligible(key, sl, np.array(idx, dtype=np.int64))
+
+    def free_now(self) -> np.ndarray:
+        """Free resources now, (3, N); nodes that are down or draining get NEG."""
+        free = self.cap - self.alloc
+        free[:, ~self.usable] = NEG
+        return free
+
+    def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:
+        """(nodes of any state whose capacity holds demand, of those the usable ones)."""
+        d = np.asarray(demand, dtype=np.int64)[:, None]
+        holds = (elig.take(self.cap.T).T >= d).all(axis=0)
+        return int(holds.sum()), int((holds & elig.take(self.usable)).sum())
+
+    def examined(self, keys: set[tuple[str, frozenset[str]]]) -> int:
+        """How many distinct nodes the eligibility sets of `keys` cover."""
+        seen = np.zeros(len(self), dtype=bool)
+        for key in keys:
+            e = self._eligible[key]
+            if e.idx is None:
+                seen[e.sl] = True
+            else:
+                seen[e.idx] = True
+        return int(seen.sum())

@@ -1,0 +1,165 @@
+"""Plain records of the scheduling core: the snapshot it reads and the decision it returns.
+
+Pure data, no behaviour beyond derived properties. Resources are always the triple
+(cpu cores, memory MiB, gpus), in that order (`RESOURCES`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+RESOURCES = ("cpu", "mem_mib", "gpu")
+Triple = tuple[int, int, int]
+
+
+class NodeState(StrEnum):
+    UP = "up"
+    DOWN = "down"
+    DRAIN = "drain"
+
+
+class StartKind(StrEnum):
+    START = "start"  # started in priority order
+    BACKFILL = "backfill"  # started out of order while a job ahead of it holds a reservation
+
+
+class Reason(StrEnum):
+    """Why a pending job was neither started nor reserved in this pass."""
+
+    resources = "resources"  # not enough free resources now, and no reservation was made for it
+    priority = "priority"  # a higher-priority job ahead of it in its queue must start first (fcfs)
+    blocked_by_reservation = "blocked_by_reservation"  # fits now, but would delay a reservation
+    queue_overloaded = "queue_overloaded"  # its queue is over the load threshold, no queue could take it
+    never_fits = "never_fits"  # no node of its queue with its labels could ever hold it
+    node_down = "node_down"  # it fits only on nodes that are down or draining
+    not_evaluated = "not_evaluated"  # beyond the queue depth of this pass; looked at next cycle
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: str
+    queue: str
+    cap: Triple
+    alloc: Triple
+    labels: frozenset[str] = frozenset()
+    cpu_load: float = 0.0
+    cpu_ghz: float = 1.0
+    state: NodeState = NodeState.UP
+
+
+@dataclass(frozen=True, slots=True)
+class RunningJob:
+    """A job holding resources; `alloc` maps node id to what the job holds there."""
+
+    id: str
+    queue: str
+    alloc: tuple[tuple[str, Triple], ...]
+    start_time: float
+    walltime_s: float
+    migrated: bool = False
+
+    @property
+    def end_time(self) -> float:
+        return self.start_time + self.walltime_s
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A pending job: `nodes` nodes, each with (cpu, mem_mib, gpu) free."""
+
+    id: str
+    queue: str
+    submit_time: float
+    walltime_s: float
+    nodes: int = 1
+    cpu: int = 1
+    mem_mib: int = 0
+    gpu: int = 0
+    user: str = ""
+    priority: float = 0.0  # preset priority Y (seed 001)
+    user_priority: float = 0.0
+    queue_priority: float = 0.0
+    vip: bool = False
+    labels: frozenset[str] = frozenset()
+    migrated: bool = False
+
+    @property
+    def demand(self) -> Triple:
+        return (self.cpu, self.mem_mib, self.gpu)
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    now: float
+    nodes: tuple[Node, ...]
+    running: tuple[RunningJob, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    job_id: str
+    node_ids: tuple[str, ...]
+    kind: StartKind
+    queue: str
+    expected_end: float
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    job_id: str
+    node_ids: tuple[str, ...]
+    queue: str
+    start_time: float
+    end_time: float
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    job_id: str
+    from_queue: str
+    to_queue: str
+    reason: str
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    job_id: str
+    queue: str
+    reason: Reason
+    estimated_start: float | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityInfo:
+    """A job's priority and the factors it is made of (like Slurm's `sprio`)."""
+
+    job_id: str
+    priority: float
+    rank: int
+    factors: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    started: int
+    backfilled: int
+    reserved: int
+    migrated: int
+    pending: int
+    not_evaluated: int
+    nodes_total: int
+    nodes_examined: int
+    queue_load: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    starts: tuple[Start, ...]
+    reservations: tuple[Reservation, ...]
+    migrations: tuple[Migration, ...]
+    pending: tuple[Pending, ...]
+    priorities: tuple[PriorityInfo, ...]
+    summary: Summary

@@ -1,0 +1,1 @@
+"""The scheduling policies, one file each."""

@@ -1,0 +1,105 @@
+"""What every policy shares: build the index, balance queues, order, run one backfill pass, report.
+
+A policy says three things: how jobs are scored (`score`), which pass rules apply (`rules`), and its
+params type. Everything pass-local is created inside `decide` and dropped after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.errors import InputError
+from app.sched.backfill import BackfillPass, PassResult, PassRules
+from app.sched.cluster import ClusterIndex
+from app.sched.migration import Balanced, balance, queue_loads
+from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
+from app.sched.order import Scored, fcfs_score, priority_infos, rank
+from app.sched.params import CommonParams
+from app.sched.selectors import SELECTORS, NodeView
+from app.sched.timeline import Profile, Triple, release_time
+
+
+class BasePolicy:
+    NAME = ""
+
+    def __init__(self, params: CommonParams) -> None:
+        if params.selector not in SELECTORS:
+            raise InputError.single(
+                ("policy", "params", "selector"),
+                f"unknown selector {params.selector!r}; one of {sorted(SELECTORS)}",
+            )
+        self.params = params
+        self.selector = SELECTORS[params.selector]()
+
+    # --- what a policy overrides --------------------------------------------------------------
+    def rules(self, now: float) -> PassRules:
+        return PassRules(reservation_depth=self.params.reservation_depth)
+
+    def score(self, job: Job, now: float, cluster: ClusterIndex, view: NodeView) -> Scored:
+        return fcfs_score(job, now)
+
+    # --- the shared skeleton -------------------------------------------------------------------
+    def decide(self, snapshot: Snapshot, pending: Sequence[Job]) -> Decision:
+        now, grain = snapshot.now, self.params.time_grain_s
+        cluster = ClusterIndex(snapshot)
+        balanced = self._balance(cluster, snapshot, pending)
+        profile = Profile(cluster.free_now(), _releases(cluster, snapshot, grain), now, grain)
+        view = NodeView(cluster, profile, self.params.evaluation)
+        ranked = rank([self.score(j, now, cluster, view) for j in balanced.jobs])
+        depth = self.params.queue_depth
+        result = BackfillPass(
+            cluster, profile, view, self.selector, self.rules(now), balanced.overloaded
+        ).run([s.job for s in ranked[:depth]])
+        skipped = [
+            Pending(s.job.id, s.job.queue, Reason.not_evaluated, None,
+                    f"rank {depth + i + 1} is past the queue depth {depth} of this pass")
+            for i, s in enumerate(ranked[depth:])
+        ]
+        return _decision(cluster, result, skipped, balanced, ranked)
+
+    def _balance(self, cluster: ClusterIndex, snapshot: Snapshot, pending: Sequence[Job]) -> Balanced:
+        mig = self.params.migration
+        if mig is None:
+            return Balanced(list(pending), [], frozenset())
+        return balance(cluster, pending, snapshot.running, snapshot.now,
+                       self.params.time_grain_s, mig)
+
+
+def _releases(
+    cluster: ClusterIndex, snapshot: Snapshot, grain: int
+) -> list[tuple[int, float, Triple]]:
+    out = []
+    for rj in snapshot.running:
+        t = release_time(rj.end_time, snapshot.now, grain)
+        for node_id, d in rj.alloc:
+            x = cluster.pos.get(node_id)
+            if x is not None:
+                out.append((x, t, d))
+    return out
+
+
+def _decision(
+    cluster: ClusterIndex, result: PassResult, skipped: list[Pending], balanced: Balanced,
+    ranked: list[Scored],
+) -> Decision:
+    pending = result.pending + skipped
+    backfilled = sum(1 for s in result.starts if s.kind == StartKind.BACKFILL)
+    summary = Summary(
+        started=len(result.starts) - backfilled,
+        backfilled=backfilled,
+        reserved=len(result.reservations),
+        migrated=len(balanced.migrations),
+        pending=len(pending),
+        not_evaluated=len(skipped),
+        nodes_total=len(cluster),
+        nodes_examined=cluster.examined(result.examined),
+        queue_load=queue_loads(cluster),
+    )
+    return Decision(
+        starts=tuple(result.starts),
+        reservations=tuple(result.reservations),
+        migrations=tuple(balanced.migrations),
+        pending=tuple(pending),
+        priorities=priority_infos(ranked),
+        summary=summary,
+    )

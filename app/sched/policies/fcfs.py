@@ -1,0 +1,20 @@
+"""Strict first come, first served: a queue stops at its first job that cannot start.
+
+That job is reserved (so its estimated start is known); nothing behind it starts (no backfill).
+"""
+
+from __future__ import annotations
+
+from app.sched.backfill import PassRules
+from app.sched.params import FcfsParams
+from app.sched.policies.base import BasePolicy
+
+NAME = "fcfs"
+
+
+class FcfsPolicy(BasePolicy):
+    NAME = NAME
+    Params = FcfsParams
+
+    def rules(self, now: float) -> PassRules:
+        return PassRules(reservation_depth=self.params.reservation_depth, stop_at_block=True)

@@ -1,0 +1,23 @@
+"""Memory-aware backfill with per-node reservations (algorithms.md §1, seed 000 step S1).
+
+cpu, memory and gpu are all checked; a node holds at most one reservation; a blocked job reserves
+the unreserved nodes that can hold it earliest; backfills go to the least loaded node.
+"""
+
+from __future__ import annotations
+
+from app.sched.backfill import PassRules
+from app.sched.params import MemoryBackfillParams
+from app.sched.policies.base import BasePolicy
+
+NAME = "memory_backfill"
+
+
+class MemoryBackfillPolicy(BasePolicy):
+    NAME = NAME
+    Params = MemoryBackfillParams
+
+    def rules(self, now: float) -> PassRules:
+        return PassRules(
+            reservation_depth=self.params.reservation_depth, one_reservation_per_node=True
+        )

@@ -1,0 +1,58 @@
+"""Weighted priority with a starvation threshold and reservation (algorithms.md §3, seeds 001/002).
+
+P = min(w·Y + k1·p_user + k2·p_queue + k3·t_wait(min)·E, P_max), VIP first. A blocked job is
+reserved only once P reaches P_max or it has waited `reserve_after_wait_s`; until then lower
+jobs that fit may start, and while reservations exist they backfill into the gaps.
+`order` may replace the weighted order by fcfs, sjf or f1 (Carastan-Neto et al. 2017).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.sched.backfill import PassRules
+from app.sched.cluster import ClusterIndex
+from app.sched.model import Job
+from app.sched.order import Scored, f1_score, fcfs_score, sjf_score, weighted_score
+from app.sched.params import PriorityParams
+from app.sched.policies.base import BasePolicy
+from app.sched.selectors import NodeView
+from app.sched.selectors.evaluation import evaluation
+
+NAME = "priority"
+
+_PLAIN_ORDERS = {"fcfs": fcfs_score, "sjf": sjf_score, "f1": f1_score}
+
+
+class PriorityPolicy(BasePolicy):
+    NAME = NAME
+    Params = PriorityParams
+    params: PriorityParams
+
+    def score(self, job: Job, now: float, cluster: ClusterIndex, view: NodeView) -> Scored:
+        p = self.params
+        if p.order in _PLAIN_ORDERS:
+            return _PLAIN_ORDERS[p.order](job, now)
+        e = p.resource_evaluation
+        if e is None:
+            e = _best_evaluation(job, cluster, view)
+        return weighted_score(job, now, p, e)
+
+    def rules(self, now: float) -> PassRules:
+        p = self.params
+
+        def starving(job: Job) -> bool:
+            if p.order != "weighted":
+                return True
+            raw = weighted_score(job, now, p, p.resource_evaluation or 1.0)
+            return raw.factors["capped"] > 0 or now - job.submit_time >= p.reserve_after_wait_s
+
+        return PassRules(reservation_depth=p.reservation_depth, may_reserve=starving)
+
+
+def _best_evaluation(job: Job, cluster: ClusterIndex, view: NodeView) -> float:
+    """E of the strongest usable node the job may run on (1.0 when it has none)."""
+    elig = cluster.eligible_for(job)
+    nodes = elig.take(np.arange(len(cluster)))
+    nodes = nodes[cluster.usable[nodes]]
+    return float(evaluation(view, nodes).max()) if len(nodes) else 1.0
