@@ -50,6 +50,7 @@ class ClusterIndex:
         self.cpu_ghz = np.array([n.cpu_ghz for n in nodes], dtype=np.float64)
         self.queues = self._queue_slices()
         self._eligible: dict[tuple[str, frozenset[str]], Eligible] = {}
+        self._cap_types: dict[tuple[str, frozenset[str]], tuple[np.ndarray, ...]] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -90,9 +91,25 @@ class ClusterIndex:
 
     def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:
         """(nodes of any state whose capacity holds demand, of those the usable ones)."""
-        d = np.asarray(demand, dtype=np.int64)[:, None]
-        holds = (elig.take(self.cap.T).T >= d).all(axis=0)
-        return int(holds.sum()), int((holds & elig.take(self.usable)).sum())
+        types = self._cap_types.get(elig.key)
+        if types is None:
+            types = self._capacity_types(elig)
+            self._cap_types[elig.key] = types
+        caps, any_count, up_count = types
+        holds = (caps >= np.asarray(demand, dtype=np.int64)[:, None]).all(axis=0)
+        return int(any_count[holds].sum()), int(up_count[holds].sum())
+
+    def _capacity_types(self, elig: Eligible) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The distinct capacities among eligible nodes, with their counts (all, usable)."""
+        caps = elig.take(self.cap.T)
+        if len(caps) == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return np.zeros((3, 0), dtype=np.int64), empty, empty
+        uniq, inverse = np.unique(caps, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        any_count = np.bincount(inverse, minlength=len(uniq))
+        up_count = np.bincount(inverse, weights=elig.take(self.usable), minlength=len(uniq))
+        return uniq.T, any_count, up_count.astype(np.int64)
 
     def examined(self, keys: set[tuple[str, frozenset[str]]]) -> int:
         """How many distinct nodes the eligibility sets of `keys` cover."""

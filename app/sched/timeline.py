@@ -14,13 +14,12 @@ between calls when nothing changed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-
 import numpy as np
 
 from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
+Releases = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, times, (3, R) amounts
 INF = math.inf
 
 
@@ -42,13 +41,14 @@ class Profile:
     def __init__(
         self,
         free: np.ndarray,
-        releases: Iterable[tuple[int, float, Triple]],
+        releases: Releases,
         now: float,
         grain: int,
     ) -> None:
         self.now, self.grain = now, grain
         self.free = [free[r].copy() for r in range(3)]  # contiguous, one array per resource
         self.times, self.cum = _release_matrix(self.free, releases, now)
+        self.unflushed: dict[int, list[tuple[Triple, float]]] = {}  # starts not yet in `cum`
         self.bookings: dict[int, list[tuple[float, float, Triple]]] = {}
         self.booked = np.zeros(len(self.free[0]), dtype=bool)
 
@@ -63,6 +63,7 @@ class Profile:
 
     def lower_bounds(self, elig: Eligible, d: Triple) -> np.ndarray:
         """Per eligible node, the earliest time the base profile covers d (INF if never)."""
+        self._flush_all()
         ok = elig.take(self.cum[0]) >= d[0]
         for r in (1, 2):
             if d[r] > 0:
@@ -74,8 +75,11 @@ class Profile:
 
     # --- exact per-node checks ---------------------------------------------------------------
     def base_at(self, x: int, t: float) -> Triple:
+        if x in self.unflushed:
+            self._flush_row(x)
         col = int(np.searchsorted(self.times[x], t, side="right")) - 1
-        return (int(self.cum[0][x, col]), int(self.cum[1][x, col]), int(self.cum[2][x, col]))
+        c, m, g = self.cum[:, x, col].tolist()
+        return (c, m, g)
 
     def free_at(self, x: int, t: float) -> Triple:
         c, m, g = self.base_at(x, t)
@@ -95,6 +99,8 @@ class Profile:
 
     def earliest_on(self, x: int, t_min: float, walltime_s: float, d: Triple) -> float:
         """The earliest t >= t_min at which node x holds d for walltime_s, bookings included."""
+        if x in self.unflushed:
+            self._flush_row(x)
         row = self.times[x]
         cands = {t_min}
         cands.update(float(t) for t in row[(row > t_min) & np.isfinite(row)])
@@ -106,13 +112,43 @@ class Profile:
 
     # --- changes -----------------------------------------------------------------------------
     def start(self, x: int, d: Triple, release: float) -> None:
-        """Occupy d on node x from now until `release`."""
+        """Occupy d on node x from now until `release` (folded into `cum` when next needed)."""
         for r in range(3):
             self.free[r][x] -= d[r]
+        self.unflushed.setdefault(x, []).append((d, release))
+
+    def _flush_row(self, x: int) -> None:
+        for d, release in self.unflushed.pop(x):
+            self._apply_start(x, d, release)
+
+    def _flush_all(self) -> None:
+        """Fold every pending start into the matrix: one vectorized rebuild."""
+        if not self.unflushed:
+            return
+        n, k = self.times.shape
+        has = np.isfinite(self.times[:, 1:])
+        xs, cols = np.nonzero(has)
+        cols = cols + 1
+        steps = self.cum[:, xs, cols] - self.cum[:, xs, cols - 1]
+        new_x, new_t, new_d = [], [], []
+        for x, items in self.unflushed.items():
+            for d, release in items:
+                new_x.append(x)
+                new_t.append(release)
+                new_d.append(d)
+        self.unflushed = {}
+        release = (
+            np.concatenate([xs, np.asarray(new_x, dtype=np.int64)]),
+            np.concatenate([self.times[xs, cols], np.asarray(new_t, dtype=np.float64)]),
+            np.concatenate([steps, np.asarray(new_d, dtype=np.int64).T], axis=1),
+        )
+        self.times, self.cum = _release_matrix(self.free, release, self.now)
+
+    def _apply_start(self, x: int, d: Triple, release: float) -> None:
         row = self.times[x]
         k = int(np.searchsorted(row, release, side="left"))
-        for r in range(3):
-            self.cum[r][x, :k] -= d[r]
+        dvec = np.asarray(d, dtype=np.int64)
+        self.cum[:, x, :k] -= dvec[:, None]
         if k < row.shape[0] and row[k] == release:
             return
         if not math.isinf(row[-1]):
@@ -120,10 +156,9 @@ class Profile:
             row = self.times[x]
         row[k + 1 :] = row[k:-1].copy()
         row[k] = release
-        for r in range(3):
-            c = self.cum[r][x]
-            c[k + 1 :] = c[k:-1].copy()
-            c[k] = c[k - 1] + d[r]
+        cum = self.cum[:, x, :]
+        cum[:, k + 1 :] = cum[:, k:-1].copy()
+        cum[:, k] = cum[:, k - 1] + dvec
 
     def book(self, x: int, start: float, end: float, d: Triple) -> None:
         self.bookings.setdefault(x, []).append((start, end, d))
@@ -133,33 +168,43 @@ class Profile:
         n, k = self.times.shape
         times = np.full((n, 2 * k), INF)
         times[:, :k] = self.times
-        self.times = times
-        for r in range(3):
-            cum = np.empty((n, 2 * k), dtype=np.int64)
-            cum[:, :k] = self.cum[r]
-            cum[:, k:] = self.cum[r][:, -1:]
-            self.cum[r] = cum
+        cum = np.empty((3, n, 2 * k), dtype=np.int64)
+        cum[:, :, :k] = self.cum
+        cum[:, :, k:] = self.cum[:, :, -1:]
+        self.times, self.cum = times, cum
 
 
 def _release_matrix(
-    free: list[np.ndarray], releases: Iterable[tuple[int, float, Triple]], now: float
-) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(times (N, K), cumulative free (N, K) per resource); column 0 is `now`, padding is INF."""
-    per_node: dict[int, dict[float, list[int]]] = {}
-    for x, t, d in releases:
-        acc = per_node.setdefault(x, {}).setdefault(t, [0, 0, 0])
-        for r in range(3):
-            acc[r] += d[r]
+    free: list[np.ndarray], releases: Releases, now: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(times (N, K), cumulative free (3, N, K)); column 0 is `now`, padding is INF.
+
+    `releases` = (node index array, time array, (3, R) amounts array), in any order.
+    """
+    xs, ts, amounts = releases
     n = len(free[0])
-    k = 2 + max((len(v) for v in per_node.values()), default=0)
+    base = np.stack(free)
+    if len(xs) == 0:
+        times = np.full((n, 2), INF)
+        times[:, 0] = now
+        return times, np.repeat(base[:, :, None], 2, axis=2)
+    order = np.lexsort((ts, xs))
+    xs, ts, amounts = xs[order], ts[order], amounts[:, order]
+    new = np.ones(len(xs), dtype=bool)
+    new[1:] = (xs[1:] != xs[:-1]) | (ts[1:] != ts[:-1])
+    starts = np.flatnonzero(new)
+    ux, ut = xs[starts], ts[starts]
+    summed = np.add.reduceat(amounts, starts, axis=1)
+    first_of_row = np.ones(len(ux), dtype=bool)
+    first_of_row[1:] = ux[1:] != ux[:-1]
+    row_start = np.maximum.accumulate(np.where(first_of_row, np.arange(len(ux)), 0))
+    col = np.arange(len(ux)) - row_start + 1
+    k = int(col.max()) + 2
     times = np.full((n, k), INF)
     times[:, 0] = now
-    cum = [np.repeat(free[r][:, None], k, axis=1) for r in range(3)]
-    for x, steps in per_node.items():
-        running = [int(free[r][x]) for r in range(3)]
-        for col, t in enumerate(sorted(steps), start=1):
-            times[x, col] = t
-            for r in range(3):
-                running[r] += steps[t][r]
-                cum[r][x, col:] = running[r]
+    times[ux, col] = ut
+    steps = np.zeros((3, n, k), dtype=np.int64)
+    steps[:, :, 0] = base
+    steps[:, ux, col] = summed
+    cum = np.cumsum(steps, axis=2)
     return times, cum

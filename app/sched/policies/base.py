@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from app.errors import InputError
 from app.sched.backfill import BackfillPass, PassResult, PassRules
 from app.sched.cluster import ClusterIndex
@@ -16,7 +18,7 @@ from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind,
 from app.sched.order import Scored, fcfs_score, priority_infos, rank
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
-from app.sched.timeline import Profile, Triple, release_time
+from app.sched.timeline import Profile, Releases, Triple, release_time
 
 
 class BasePolicy:
@@ -65,17 +67,25 @@ class BasePolicy:
                        self.params.time_grain_s, mig)
 
 
-def _releases(
-    cluster: ClusterIndex, snapshot: Snapshot, grain: int
-) -> list[tuple[int, float, Triple]]:
-    out = []
+def _releases(cluster: ClusterIndex, snapshot: Snapshot, grain: int) -> Releases:
+    """Every running job's per-node holding, released at its (grain-aligned) expected end."""
+    xs: list[int] = []
+    ts: list[float] = []
+    amounts: list[Triple] = []
+    pos = cluster.pos
     for rj in snapshot.running:
         t = release_time(rj.end_time, snapshot.now, grain)
         for node_id, d in rj.alloc:
-            x = cluster.pos.get(node_id)
+            x = pos.get(node_id)
             if x is not None:
-                out.append((x, t, d))
-    return out
+                xs.append(x)
+                ts.append(t)
+                amounts.append(d)
+    return (
+        np.asarray(xs, dtype=np.int64),
+        np.asarray(ts, dtype=np.float64),
+        np.asarray(amounts, dtype=np.int64).reshape(-1, 3).T,
+    )
 
 
 def _decision(
