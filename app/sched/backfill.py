@@ -126,19 +126,30 @@ class BackfillPass:
             return None, False
         cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
-        n_booked = int(self.profile.booked[cand].sum())
-        ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_booked))
-        if n_booked:
-            ranked = np.array(
-                [x for x in ranked if not self.profile.booked[x]
-                 or self.profile.window_ok(int(x), self.now, release, d)][:n], dtype=np.int64
-            )
+        # a booked node is surely fine when its first booking starts after the job ends
+        doubtful = self.profile.first_booking[cand] < release
+        n_doubtful = int(doubtful.sum())
+        ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
+        if n_doubtful:
+            ranked = self._drop_conflicts(ranked, d, release, n)
         if len(ranked) < n:
             return None, True
-        chosen = ranked[:n]
-        for x in chosen:
+        for x in ranked:
             self.profile.start(int(x), d, release)
-        return chosen, True
+        return ranked, True
+
+    def _drop_conflicts(self, ranked: np.ndarray, d: tuple[int, int, int], release: float,
+                        n: int) -> np.ndarray:
+        """The first n of `ranked` that hold d until `release` without delaying a booking."""
+        keep: list[int] = []
+        for x in ranked.tolist():
+            if self.profile.first_booking[x] >= release or self.profile.window_ok(
+                x, self.now, release, d
+            ):
+                keep.append(x)
+                if len(keep) == n:
+                    break
+        return np.asarray(keep, dtype=np.int64)
 
     def _reserve(self, job: Job, elig: Eligible) -> bool:
         found = self._earliest_nodes(job, elig)
@@ -156,40 +167,59 @@ class BackfillPass:
 
     def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
-        d, n = job.demand, job.nodes
-        lb = self.profile.lower_bounds(elig, d)
+        n = job.nodes
+        lb = self.profile.lower_bounds(elig, job.demand)
         nodes = elig.nodes(np.arange(len(lb)))
-        booked = self.profile.booked[nodes]
-        times = np.where(booked, INF, lb)
-        if booked.any() and not self.rules.one_reservation_per_node:
-            self._exact_for_booked(job, nodes, lb, booked, times)
-        if np.count_nonzero(np.isfinite(times)) < n:
+        first_booking = self.profile.first_booking[nodes]
+        if self.rules.one_reservation_per_node:
+            times = np.where(np.isfinite(first_booking), INF, lb)
+        else:
+            # no booking before the job would end: the lower bound is exact
+            clear = first_booking >= self._ends(lb, job.walltime_s)
+            times = np.where(clear, lb, INF)
+            doubtful = np.flatnonzero(~clear & np.isfinite(lb))
+            if len(doubtful):
+                self._exact_best_first(job, nodes, lb, times, doubtful)
+        finite = times[np.isfinite(times)]
+        if len(finite) < n:
             return None
-        for t in np.unique(times[np.isfinite(times)]):
-            chosen = self._feasible_at(job, float(t), nodes, times, booked)
+        nth = np.partition(finite, n - 1)[n - 1]
+        for t in np.unique(finite[finite >= nth]):
+            chosen = self._feasible_at(job, float(t), nodes, times)
             if chosen is not None:
                 return float(t), chosen
         return None
 
-    def _exact_for_booked(
-        self, job: Job, nodes: np.ndarray, lb: np.ndarray, booked: np.ndarray, times: np.ndarray
-    ) -> None:
-        """Fill `times` for booked nodes that could beat the n-th best unbooked time."""
-        unbooked = times[np.isfinite(times)]
-        bound = np.partition(unbooked, job.nodes - 1)[job.nodes - 1] if len(
-            unbooked) >= job.nodes else INF
-        for p in np.flatnonzero(booked & (lb < INF)):
-            if lb[p] <= bound:
-                times[p] = self.profile.earliest_on(int(nodes[p]), float(lb[p]),
-                                                    job.walltime_s, job.demand)
+    def _ends(self, t: np.ndarray, walltime_s: float) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.ceil((t + walltime_s) / self.grain) * self.grain
+
+    def _exact_best_first(self, job: Job, nodes: np.ndarray, lb: np.ndarray, times: np.ndarray,
+                          doubtful: np.ndarray) -> None:
+        """Exact times for doubtful nodes, lowest bound first, until none can beat the n-th best."""
+        n = job.nodes
+        finite = times[np.isfinite(times)]
+        best = sorted(np.partition(finite, n - 1)[:n].tolist()) if len(finite) >= n else []
+        for p in doubtful[np.argsort(lb[doubtful], kind="stable")].tolist():
+            bound = best[n - 1] if len(best) >= n else INF
+            if lb[p] >= bound:
+                break
+            t = self.profile.earliest_on(int(nodes[p]), float(lb[p]), job.walltime_s, job.demand)
+            times[p] = t
+            if t < bound:
+                best.append(t)
+                best.sort()
+                del best[n:]
 
     def _feasible_at(
-        self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray, booked: np.ndarray
+        self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray
     ) -> np.ndarray | None:
         """n nodes that hold the job over [t, end), earliest-available first, or None."""
         end = align_up(t + job.walltime_s, self.grain)
         ok = times <= t
-        for p in np.flatnonzero(ok & booked):
+        if np.count_nonzero(ok) < job.nodes:
+            return None
+        for p in np.flatnonzero(ok & (self.profile.first_booking[nodes] < end)).tolist():
             ok[p] = self.profile.window_ok(int(nodes[p]), t, end, job.demand)
         pos = np.flatnonzero(ok)
         if len(pos) < job.nodes:

@@ -19,6 +19,7 @@ import numpy as np
 from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
+ROW_FLUSH_LIMIT = 64  # below this many touched nodes, folding rows one by one beats a rebuild
 Releases = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, times, (3, R) amounts
 INF = math.inf
 
@@ -51,6 +52,7 @@ class Profile:
         self.unflushed: dict[int, list[tuple[Triple, float]]] = {}  # starts not yet in `cum`
         self.bookings: dict[int, list[tuple[float, float, Triple]]] = {}
         self.booked = np.zeros(len(self.free[0]), dtype=bool)
+        self.first_booking = np.full(len(self.free[0]), INF)  # earliest booking start per node
 
     # --- vectorized views -------------------------------------------------------------------
     def fits_now(self, elig: Eligible, d: Triple) -> np.ndarray:
@@ -122,8 +124,12 @@ class Profile:
             self._apply_start(x, d, release)
 
     def _flush_all(self) -> None:
-        """Fold every pending start into the matrix: one vectorized rebuild."""
+        """Fold every pending start into the matrix: row by row if few, else one rebuild."""
         if not self.unflushed:
+            return
+        if len(self.unflushed) <= ROW_FLUSH_LIMIT:
+            for x in list(self.unflushed):
+                self._flush_row(x)
             return
         n, k = self.times.shape
         has = np.isfinite(self.times[:, 1:])
@@ -163,6 +169,7 @@ class Profile:
     def book(self, x: int, start: float, end: float, d: Triple) -> None:
         self.bookings.setdefault(x, []).append((start, end, d))
         self.booked[x] = True
+        self.first_booking[x] = min(self.first_booking[x], start)
 
     def _grow(self) -> None:
         n, k = self.times.shape
