@@ -126,30 +126,24 @@ class BackfillPass:
             return None, False
         cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
-        # a booked node is surely fine when its first booking starts after the job ends
-        doubtful = self.profile.first_booking[cand] < release
-        n_doubtful = int(doubtful.sum())
+        # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
+        n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
         ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
         if n_doubtful:
-            ranked = self._drop_conflicts(ranked, d, release, n)
+            ranked = self._drop_conflicts(ranked, d, release)[:n]
         if len(ranked) < n:
             return None, True
-        for x in ranked:
-            self.profile.start(int(x), d, release)
+        for x in ranked.tolist():
+            self.profile.start(x, d, release)
         return ranked, True
 
-    def _drop_conflicts(self, ranked: np.ndarray, d: tuple[int, int, int], release: float,
-                        n: int) -> np.ndarray:
-        """The first n of `ranked` that hold d until `release` without delaying a booking."""
-        keep: list[int] = []
-        for x in ranked.tolist():
-            if self.profile.first_booking[x] >= release or self.profile.window_ok(
-                x, self.now, release, d
-            ):
-                keep.append(x)
-                if len(keep) == n:
-                    break
-        return np.asarray(keep, dtype=np.int64)
+    def _drop_conflicts(self, ranked: np.ndarray, d: tuple[int, int, int],
+                        release: float) -> np.ndarray:
+        """`ranked` without the nodes where d until `release` would delay a booking (seed 000 (b))."""
+        doubtful = self.profile.first_booking[ranked] < release
+        ok = np.ones(len(ranked), dtype=bool)
+        ok[doubtful] = self.profile.holds_over(ranked[doubtful], d, self.now, release)
+        return ranked[ok]
 
     def _reserve(self, job: Job, elig: Eligible) -> bool:
         found = self._earliest_nodes(job, elig)
@@ -158,9 +152,9 @@ class BackfillPass:
         start, nodes = found
         end = align_up(start + job.walltime_s, self.grain)
         hold_from = self.now if self.rules.reserve_from_now else start
-        for x in nodes:
-            self.profile.book(int(x), hold_from, end, job.demand)
-        ids = tuple(self.cluster.ids[int(x)] for x in nodes)
+        for x in nodes.tolist():
+            self.profile.book(x, hold_from, end, job.demand)
+        ids = tuple(self.cluster.ids[x] for x in nodes.tolist())
         self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
         self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1
         return True
@@ -168,59 +162,34 @@ class BackfillPass:
     def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
         n = job.nodes
-        lb = self.profile.lower_bounds(elig, job.demand)
-        nodes = elig.nodes(np.arange(len(lb)))
-        first_booking = self.profile.first_booking[nodes]
+        times = self.profile.earliest(elig, job.demand, job.walltime_s)
+        nodes = elig.nodes(np.arange(len(times)))
         if self.rules.one_reservation_per_node:
-            times = np.where(np.isfinite(first_booking), INF, lb)
-        else:
-            # no booking before the job would end: the lower bound is exact
-            clear = first_booking >= self._ends(lb, job.walltime_s)
-            times = np.where(clear, lb, INF)
-            doubtful = np.flatnonzero(~clear & np.isfinite(lb))
-            if len(doubtful):
-                self._exact_best_first(job, nodes, lb, times, doubtful)
+            times[self.profile.booked[nodes]] = INF
         finite = times[np.isfinite(times)]
         if len(finite) < n:
             return None
         nth = np.partition(finite, n - 1)[n - 1]
-        for t in np.unique(finite[finite >= nth]):
-            chosen = self._feasible_at(job, float(t), nodes, times)
+        for t in np.unique(finite[finite >= nth]).tolist():
+            chosen = self._feasible_at(job, t, nodes, times)
             if chosen is not None:
-                return float(t), chosen
+                return t, chosen
         return None
-
-    def _ends(self, t: np.ndarray, walltime_s: float) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            return np.ceil((t + walltime_s) / self.grain) * self.grain
-
-    def _exact_best_first(self, job: Job, nodes: np.ndarray, lb: np.ndarray, times: np.ndarray,
-                          doubtful: np.ndarray) -> None:
-        """Exact times for doubtful nodes, lowest bound first, until none can beat the n-th best."""
-        n = job.nodes
-        finite = times[np.isfinite(times)]
-        best = sorted(np.partition(finite, n - 1)[:n].tolist()) if len(finite) >= n else []
-        for p in doubtful[np.argsort(lb[doubtful], kind="stable")].tolist():
-            bound = best[n - 1] if len(best) >= n else INF
-            if lb[p] >= bound:
-                break
-            t = self.profile.earliest_on(int(nodes[p]), float(lb[p]), job.walltime_s, job.demand)
-            times[p] = t
-            if t < bound:
-                best.append(t)
-                best.sort()
-                del best[n:]
 
     def _feasible_at(
         self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray
     ) -> np.ndarray | None:
-        """n nodes that hold the job over [t, end), earliest-available first, or None."""
+        """n nodes that hold the job over [t, end), earliest-available first, or None.
+
+        A node free from `times[p]` may be booked again later, so a common start t is rechecked
+        over the whole window on every node that carries a booking before the window ends.
+        """
         end = align_up(t + job.walltime_s, self.grain)
         ok = times <= t
-        if np.count_nonzero(ok) < job.nodes:
-            return None
-        for p in np.flatnonzero(ok & (self.profile.first_booking[nodes] < end)).tolist():
-            ok[p] = self.profile.window_ok(int(nodes[p]), t, end, job.demand)
+        if job.nodes > 1:
+            recheck = np.flatnonzero(ok & (self.profile.first_booking[nodes] < end))
+            if len(recheck):
+                ok[recheck] = self.profile.holds_over(nodes[recheck], job.demand, t, end)
         pos = np.flatnonzero(ok)
         if len(pos) < job.nodes:
             return None

@@ -1,27 +1,30 @@
 """Per-node availability profile over time: what each node will have free, and when.
 
-Two parts (algorithms.md §1):
-- the *base* profile: free now, growing as running and just-started jobs release their resources.
-  It never decreases over time, so "earliest time node x holds demand d" is one vectorized
-  comparison over a (N, K) matrix of release steps (`lower_bounds`);
-- *bookings* (reservations): per-node intervals that take resources away for a while. Only nodes
-  that carry one need the exact, interval-aware check (`window_ok`, `earliest_on`).
+Every node's free resources are a step function of time, kept as a matrix: `times` (N, K), the
+instants where something changes (column 0 is `now`, padding is INF), and `cum` (3, N, K), what is
+free from that instant on. Running jobs and started jobs step it up when they end; reservations
+(bookings) step it down over their interval. So one vectorized pass answers, for every node at once,
+"the earliest time this node holds demand d for w seconds" (`earliest`), and "does it hold d over
+[t, end)" (`holds_over`) — the backfill rule of algorithms.md §1 without a per-node loop.
 
-All release times and reservation bounds are aligned to the time grain, so answers do not drift
-between calls when nothing changed.
+Changes are recorded as intervals and folded into the matrix only when a question needs it
+(row by row when few nodes changed, else one vectorized rebuild).
+
+All instants but `now` are multiples of the time grain, so answers do not drift between calls.
 """
 
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
-ROW_FLUSH_LIMIT = 64  # below this many touched nodes, folding rows one by one beats a rebuild
 Releases = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, times, (3, R) amounts
 INF = math.inf
+ROW_FLUSH_LIMIT = 64  # below this many changed nodes, folding rows one by one beats a rebuild
 
 
 def align_up(t: float, grain: int) -> float:
@@ -39,22 +42,16 @@ def release_time(end: float, now: float, grain: int) -> float:
 class Profile:
     """Mutable, pass-local availability profile of every node."""
 
-    def __init__(
-        self,
-        free: np.ndarray,
-        releases: Releases,
-        now: float,
-        grain: int,
-    ) -> None:
+    def __init__(self, free: np.ndarray, releases: Releases, now: float, grain: int) -> None:
         self.now, self.grain = now, grain
-        self.free = [free[r].copy() for r in range(3)]  # contiguous, one array per resource
-        self.times, self.cum = _release_matrix(self.free, releases, now)
-        self.unflushed: dict[int, list[tuple[Triple, float]]] = {}  # starts not yet in `cum`
-        self.bookings: dict[int, list[tuple[float, float, Triple]]] = {}
-        self.booked = np.zeros(len(self.free[0]), dtype=bool)
-        self.first_booking = np.full(len(self.free[0]), INF)  # earliest booking start per node
+        n = free.shape[1]
+        self.free = [free[r].copy() for r in range(3)]  # free now, bookings not counted
+        self.times, self.cum = _step_matrix(free.astype(np.int64), releases, now)
+        self.unflushed: dict[int, list[tuple[float, float, Triple]]] = {}
+        self.booked = np.zeros(n, dtype=bool)
+        self.first_booking = np.full(n, INF)  # earliest booking start per node
 
-    # --- vectorized views -------------------------------------------------------------------
+    # --- questions ------------------------------------------------------------------------------
     def fits_now(self, elig: Eligible, d: Triple) -> np.ndarray:
         """Boolean over the eligible nodes: free now covers d (bookings not considered)."""
         ok = elig.take(self.free[0]) >= d[0]
@@ -63,113 +60,117 @@ class Profile:
                 ok &= elig.take(self.free[r]) >= d[r]
         return ok
 
-    def lower_bounds(self, elig: Eligible, d: Triple) -> np.ndarray:
-        """Per eligible node, the earliest time the base profile covers d (INF if never)."""
+    def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
+        """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
         self._flush_all()
-        ok = elig.take(self.cum[0]) >= d[0]
-        for r in (1, 2):
-            if d[r] > 0:
-                ok &= elig.take(self.cum[r]) >= d[r]
-        first = ok.argmax(axis=1)
-        rows = np.arange(len(first))
-        t = elig.take(self.times)[rows, first]
-        return np.where(ok[rows, first], t, INF)
+        times = elig.take(self.times)
+        bad = np.where(self._covers(elig.take, d), INF, times)
+        # first instant at or after each column where the node falls short of d
+        first_bad = np.minimum.accumulate(bad[:, ::-1], axis=1)[:, ::-1]
+        with np.errstate(invalid="ignore"):
+            ends = np.ceil((times + walltime_s) / self.grain) * self.grain
+        feasible = first_bad >= ends
+        col = feasible.argmax(axis=1)
+        rows = np.arange(len(col))
+        return np.where(feasible[rows, col], times[rows, col], INF)
 
-    # --- exact per-node checks ---------------------------------------------------------------
-    def base_at(self, x: int, t: float) -> Triple:
-        if x in self.unflushed:
-            self._flush_row(x)
+    def holds_over(self, nodes: np.ndarray, d: Triple, t: float, end: float) -> np.ndarray:
+        """For each of `nodes`, whether it holds d over the whole of [t, end)."""
+        self._flush_rows(nodes)
+        times = self.times[nodes]
+        nxt = np.empty_like(times)
+        nxt[:, :-1] = times[:, 1:]
+        nxt[:, -1] = INF
+        overlaps = (times < end) & (nxt > t)
+        ok = self._covers(lambda a: a[nodes], d)
+        return (ok | ~overlaps).all(axis=1)
+
+    def free_at(self, x: int, t: float) -> Triple:
+        """What node x has free at t, bookings included."""
+        self._flush_rows(np.array([x]))
         col = int(np.searchsorted(self.times[x], t, side="right")) - 1
         c, m, g = self.cum[:, x, col].tolist()
         return (c, m, g)
 
-    def free_at(self, x: int, t: float) -> Triple:
-        c, m, g = self.base_at(x, t)
-        for start, end, (bc, bm, bg) in self.bookings.get(x, ()):
-            if start <= t < end:
-                c, m, g = c - bc, m - bm, g - bg
-        return (c, m, g)
+    def _covers(self, take, d: Triple) -> np.ndarray:  # noqa: ANN001
+        ok = take(self.cum[0]) >= d[0]
+        for r in (1, 2):
+            if d[r] > 0:
+                ok &= take(self.cum[r]) >= d[r]
+        return ok
 
-    def window_ok(self, x: int, t: float, end: float, d: Triple) -> bool:
-        """Node x holds d over [t, end), bookings included."""
-        points = [t] + [s for s, _, _ in self.bookings.get(x, ()) if t < s < end]
-        for p in points:
-            c, m, g = self.free_at(x, p)
-            if c < d[0] or m < d[1] or g < d[2]:
-                return False
-        return True
-
-    def earliest_on(self, x: int, t_min: float, walltime_s: float, d: Triple) -> float:
-        """The earliest t >= t_min at which node x holds d for walltime_s, bookings included."""
-        if x in self.unflushed:
-            self._flush_row(x)
-        row = self.times[x]
-        cands = {t_min}
-        cands.update(float(t) for t in row[(row > t_min) & np.isfinite(row)])
-        cands.update(e for _, e, _ in self.bookings.get(x, ()) if e > t_min)
-        for t in sorted(cands):
-            if self.window_ok(x, t, align_up(t + walltime_s, self.grain), d):
-                return t
-        return INF
-
-    # --- changes -----------------------------------------------------------------------------
+    # --- changes --------------------------------------------------------------------------------
     def start(self, x: int, d: Triple, release: float) -> None:
-        """Occupy d on node x from now until `release` (folded into `cum` when next needed)."""
+        """Occupy d on node x from now until `release`."""
         for r in range(3):
             self.free[r][x] -= d[r]
-        self.unflushed.setdefault(x, []).append((d, release))
+        self.unflushed.setdefault(x, []).append((self.now, release, d))
 
-    def _flush_row(self, x: int) -> None:
-        for d, release in self.unflushed.pop(x):
-            self._apply_start(x, d, release)
+    def book(self, x: int, start: float, end: float, d: Triple) -> None:
+        """Reserve d on node x over [start, end)."""
+        self.unflushed.setdefault(x, []).append((start, end, d))
+        self.booked[x] = True
+        self.first_booking[x] = min(self.first_booking[x], start)
+
+    def _flush_rows(self, nodes: np.ndarray) -> None:
+        if self.unflushed:
+            for x in nodes.tolist():
+                if x in self.unflushed:
+                    for t0, t1, d in self.unflushed.pop(x):
+                        self._apply(x, t0, t1, d)
 
     def _flush_all(self) -> None:
-        """Fold every pending start into the matrix: row by row if few, else one rebuild."""
         if not self.unflushed:
             return
         if len(self.unflushed) <= ROW_FLUSH_LIMIT:
-            for x in list(self.unflushed):
-                self._flush_row(x)
+            self._flush_rows(np.fromiter(self.unflushed, dtype=np.int64))
             return
-        n, k = self.times.shape
-        has = np.isfinite(self.times[:, 1:])
-        xs, cols = np.nonzero(has)
-        cols = cols + 1
-        steps = self.cum[:, xs, cols] - self.cum[:, xs, cols - 1]
-        new_x, new_t, new_d = [], [], []
-        for x, items in self.unflushed.items():
-            for d, release in items:
-                new_x.append(x)
-                new_t.append(release)
-                new_d.append(d)
-        self.unflushed = {}
-        release = (
-            np.concatenate([xs, np.asarray(new_x, dtype=np.int64)]),
-            np.concatenate([self.times[xs, cols], np.asarray(new_t, dtype=np.float64)]),
-            np.concatenate([steps, np.asarray(new_d, dtype=np.int64).T], axis=1),
-        )
-        self.times, self.cum = _release_matrix(self.free, release, self.now)
+        self._rebuild()
 
-    def _apply_start(self, x: int, d: Triple, release: float) -> None:
+    def _rebuild(self) -> None:
+        """Fold every recorded change into the matrix at once."""
+        xs, cols = np.nonzero(np.isfinite(self.times[:, 1:]))
+        cols = cols + 1
+        ev_x, ev_t = [xs], [self.times[xs, cols]]
+        ev_d = [self.cum[:, xs, cols] - self.cum[:, xs, cols - 1]]
+        base = self.cum[:, :, 0].copy()
+        for x, items in self.unflushed.items():
+            for t0, t1, d in items:
+                dvec = np.asarray(d, dtype=np.int64)
+                if t0 <= self.now:
+                    base[:, x] -= dvec
+                else:
+                    ev_x.append(np.array([x]))
+                    ev_t.append(np.array([t0]))
+                    ev_d.append(-dvec[:, None])
+                ev_x.append(np.array([x]))
+                ev_t.append(np.array([t1]))
+                ev_d.append(dvec[:, None])
+        self.unflushed = {}
+        events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
+        self.times, self.cum = _step_matrix(base, events, self.now)
+
+    def _apply(self, x: int, t0: float, t1: float, d: Triple) -> None:
+        """Take d from node x over [t0, t1) in the matrix, adding the instants it needs."""
+        lo = self._column(x, t0) if t0 > self.now else 0
+        hi = self._column(x, t1)
+        self.cum[:, x, lo:hi] -= np.asarray(d, dtype=np.int64)[:, None]
+
+    def _column(self, x: int, t: float) -> int:
+        """The column of instant t in row x, inserted (value carried over) if missing."""
         row = self.times[x]
-        k = int(np.searchsorted(row, release, side="left"))
-        dvec = np.asarray(d, dtype=np.int64)
-        self.cum[:, x, :k] -= dvec[:, None]
-        if k < row.shape[0] and row[k] == release:
-            return
+        k = int(np.searchsorted(row, t, side="left"))
+        if k < row.shape[0] and row[k] == t:
+            return k
         if not math.isinf(row[-1]):
             self._grow()
             row = self.times[x]
         row[k + 1 :] = row[k:-1].copy()
-        row[k] = release
+        row[k] = t
         cum = self.cum[:, x, :]
         cum[:, k + 1 :] = cum[:, k:-1].copy()
-        cum[:, k] = cum[:, k - 1] + dvec
-
-    def book(self, x: int, start: float, end: float, d: Triple) -> None:
-        self.bookings.setdefault(x, []).append((start, end, d))
-        self.booked[x] = True
-        self.first_booking[x] = min(self.first_booking[x], start)
+        cum[:, k] = cum[:, k - 1]
+        return k
 
     def _grow(self) -> None:
         n, k = self.times.shape
@@ -181,16 +182,10 @@ class Profile:
         self.times, self.cum = times, cum
 
 
-def _release_matrix(
-    free: list[np.ndarray], releases: Releases, now: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(times (N, K), cumulative free (3, N, K)); column 0 is `now`, padding is INF.
-
-    `releases` = (node index array, time array, (3, R) amounts array), in any order.
-    """
-    xs, ts, amounts = releases
-    n = len(free[0])
-    base = np.stack(free)
+def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.ndarray, np.ndarray]:
+    """(times (N, K), cum (3, N, K)) from free-now `base` (3, N) and (node, time, amount) steps."""
+    xs, ts, amounts = events
+    n = base.shape[1]
     if len(xs) == 0:
         times = np.full((n, 2), INF)
         times[:, 0] = now
@@ -213,5 +208,4 @@ def _release_matrix(
     steps = np.zeros((3, n, k), dtype=np.int64)
     steps[:, :, 0] = base
     steps[:, ux, col] = summed
-    cum = np.cumsum(steps, axis=2)
-    return times, cum
+    return times, np.cumsum(steps, axis=2)

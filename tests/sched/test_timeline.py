@@ -35,46 +35,81 @@ def test_release_time_rounds_up_and_handles_overrun() -> None:
     assert align_up(61, 60) == 120
 
 
-def test_lower_bounds_follow_releases() -> None:
+def test_earliest_follows_releases() -> None:
     """Node 0 gets 4 cores at 1200, node 1 has them now, node 2 never."""
     p = profile([(0, 0, 0), (4, 0, 0), (1, 0, 0)], [(0, 1200.0, (4, 0, 0)), (2, 1500.0, (1, 0, 0))])
-    assert p.lower_bounds(whole(3), (4, 0, 0)).tolist() == [1200.0, NOW, INF]
+    assert p.earliest(whole(3), (4, 0, 0), 600).tolist() == [1200.0, NOW, INF]
 
 
-def test_window_ok_sees_a_booking_in_the_window() -> None:
+def test_a_booking_in_the_window_is_seen() -> None:
     """A booking that starts inside the window takes its share for the rest of it."""
     p = profile([(4, 0, 0)], [])
     p.book(0, 2000.0, 3000.0, (3, 0, 0))
-    assert p.window_ok(0, NOW, 2000.0, (4, 0, 0))
-    assert not p.window_ok(0, NOW, 2060.0, (4, 0, 0))
-    assert p.window_ok(0, NOW, 5000.0, (1, 0, 0))
-    assert p.earliest_on(0, NOW, 1500, (4, 0, 0)) == 3000.0
+    node0 = np.array([0])
+    assert p.holds_over(node0, (4, 0, 0), NOW, 2000.0).tolist() == [True]
+    assert p.holds_over(node0, (4, 0, 0), NOW, 2060.0).tolist() == [False]
+    assert p.holds_over(node0, (1, 0, 0), NOW, 5000.0).tolist() == [True]
+    assert p.earliest(whole(1), (4, 0, 0), 960).tolist() == [NOW]  # ends 1980 <= 2000
+    assert p.earliest(whole(1), (4, 0, 0), 1500).tolist() == [3000.0]
+    assert p.earliest(whole(1), (1, 0, 0), 9000).tolist() == [NOW]
+
+
+def test_earliest_starts_inside_a_gap_between_bookings() -> None:
+    """A gap between two bookings is used when it is long enough, skipped when not."""
+    p = profile([(4, 0, 0)], [])
+    p.book(0, 1200.0, 1800.0, (4, 0, 0))
+    p.book(0, 3000.0, 4000.0, (4, 0, 0))
+    assert p.earliest(whole(1), (4, 0, 0), 1200).tolist() == [1800.0]
+    assert p.earliest(whole(1), (4, 0, 0), 1260).tolist() == [4000.0]
 
 
 triples = st.tuples(st.integers(0, 8), st.integers(0, 8), st.integers(0, 2))
+
+
+def naive_free(free, releases, changes, x, t):  # noqa: ANN001, ANN201
+    """What node x has free at t, summed from scratch."""
+    out = list(free[x])
+    for rx, rt, d in releases:
+        if rx == x and rt <= t:
+            out = [o + v for o, v in zip(out, d, strict=True)]
+    for cx, t0, t1, d in changes:
+        if cx == x and t0 <= t < t1:
+            out = [o - v for o, v in zip(out, d, strict=True)]
+    return tuple(out)
 
 
 @settings(max_examples=150, deadline=None)
 @given(
     free=st.lists(triples, min_size=1, max_size=5),
     rel=st.lists(st.tuples(st.integers(0, 4), st.integers(1, 20), triples), max_size=8),
-    starts=st.lists(st.tuples(st.integers(0, 4), triples, st.integers(1, 25)), max_size=8),
+    changes=st.lists(st.tuples(st.booleans(), st.integers(0, 4), triples, st.integers(0, 12),
+                               st.integers(1, 12)), max_size=10),
+    many=st.booleans(),
 )
-def test_lazy_folding_equals_applying_each_start(free, rel, starts) -> None:  # noqa: ANN001
-    """However starts are folded in (all at once or row by row), the profile is the same."""
+def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  # noqa: ANN001
+    """Starts and bookings, folded row by row or in one rebuild, give the free amounts a naive sum gives."""
+    import app.sched.timeline as tl
+
     n = len(free)
     releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
-    lazy, eager = profile(free, releases), profile(free, releases)
-    for x, d, t in starts:
-        for p in (lazy, eager):
-            p.start(x % n, d, NOW + 60 * t)
-        eager._flush_row(x % n)
-    lazy._flush_all()
+    p = profile(free, releases)
+    applied = []
+    for is_start, x, d, a, length in changes:
+        if is_start:
+            p.start(x % n, d, NOW + 60 * length)
+            applied.append((x % n, NOW, NOW + 60 * length, d))
+        else:
+            p.book(x % n, NOW + 60 * a, NOW + 60 * (a + length), d)
+            applied.append((x % n, NOW + 60 * a, NOW + 60 * (a + length), d))
+    old_limit = tl.ROW_FLUSH_LIMIT
+    tl.ROW_FLUSH_LIMIT = 0 if many else 1000
+    try:
+        p._flush_all()
+    finally:
+        tl.ROW_FLUSH_LIMIT = old_limit
     for x in range(n):
-        for t in [NOW] + [NOW + 60 * k for k in range(1, 27)]:
-            assert lazy.base_at(x, t) == eager.base_at(x, t)
-    for d in [(1, 0, 0), (4, 4, 0), (8, 8, 2)]:
-        assert lazy.lower_bounds(whole(n), d).tolist() == eager.lower_bounds(whole(n), d).tolist()
+        for t in [NOW + 60 * k for k in range(0, 27)]:
+            assert p.free_at(x, t) == naive_free(free, releases, applied, x, t)
 
 
 def test_fragment_score_prefers_even_consumption() -> None:
