@@ -56,6 +56,9 @@ class BackfillPass:
         self.now, self.grain = profile.now, profile.grain
         self.never: dict[tuple[object, ...], Reason | None] = {}
         self.failed_now: set[tuple[object, ...]] = set()
+        # per eligibility key, minimal single-node demands that found no node: free only shrinks
+        # during a pass, so any demand at least as large on every resource fails too
+        self.failed_frontier: dict[tuple[str, frozenset[str]], list[tuple[int, int, int]]] = {}
         self.reserved_in: dict[str, int] = {}
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
         self.out = PassResult()
@@ -118,11 +121,11 @@ class BackfillPass:
         """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
         d, n = job.demand, job.nodes
         shape = (elig.key, d, n)
-        if shape in self.failed_now:
+        if shape in self.failed_now or self._dominated(elig.key, d):
             return None, False
         pos = np.flatnonzero(self.profile.fits_now(elig, d))
         if len(pos) < n:
-            self.failed_now.add(shape)
+            self._remember_failure(shape)
             return None, False
         cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
@@ -136,6 +139,21 @@ class BackfillPass:
         for x in ranked.tolist():
             self.profile.start(x, d, release)
         return ranked, True
+
+    def _dominated(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int]) -> bool:
+        c, m, g = d
+        return any(c >= fc and m >= fm and g >= fg
+                   for fc, fm, fg in self.failed_frontier.get(key, ()))
+
+    def _remember_failure(self, shape: tuple) -> None:  # type: ignore[type-arg]
+        self.failed_now.add(shape)
+        key, d, n = shape
+        if n == 1:
+            c, m, g = d
+            kept = [f for f in self.failed_frontier.get(key, [])
+                    if not (f[0] >= c and f[1] >= m and f[2] >= g)]
+            kept.append(d)
+            self.failed_frontier[key] = kept
 
     def _drop_conflicts(self, ranked: np.ndarray, d: tuple[int, int, int],
                         release: float) -> np.ndarray:
@@ -162,10 +180,13 @@ class BackfillPass:
     def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
         n = job.nodes
-        times = self.profile.earliest(elig, job.demand, job.walltime_s)
-        nodes = elig.nodes(np.arange(len(times)))
-        if self.rules.one_reservation_per_node:
+        if self.rules.one_reservation_per_node:  # booked nodes are out; the rest only grow
+            times = self.profile.first_cover(elig, job.demand)
+            nodes = elig.nodes(np.arange(len(times)))
             times[self.profile.booked[nodes]] = INF
+        else:
+            times = self.profile.earliest(elig, job.demand, job.walltime_s)
+            nodes = elig.nodes(np.arange(len(times)))
         finite = times[np.isfinite(times)]
         if len(finite) < n:
             return None

@@ -47,6 +47,7 @@ class Profile:
         n = free.shape[1]
         self.free = [free[r].copy() for r in range(3)]  # free now, bookings not counted
         self.times, self.cum = _step_matrix(free.astype(np.int64), releases, now)
+        self.width = self.times.shape[1]  # columns in use (the rest is INF padding)
         self.unflushed: dict[int, list[tuple[float, float, Triple]]] = {}
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
@@ -63,8 +64,10 @@ class Profile:
     def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
         """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
         self._flush_all()
-        times = elig.take(self.times)
-        bad = np.where(self._covers(elig.take, d), INF, times)
+        w = self.width
+        times = elig.take(self.times)[:, :w]
+        covers = self._covers(lambda a: elig.take(a)[:, :w], d)
+        bad = np.where(covers, INF, times)
         # first instant at or after each column where the node falls short of d
         first_bad = np.minimum.accumulate(bad[:, ::-1], axis=1)[:, ::-1]
         with np.errstate(invalid="ignore"):
@@ -73,6 +76,16 @@ class Profile:
         col = feasible.argmax(axis=1)
         rows = np.arange(len(col))
         return np.where(feasible[rows, col], times[rows, col], INF)
+
+    def first_cover(self, elig: Eligible, d: Triple) -> np.ndarray:
+        """Per eligible node, the first instant it has d free. Exact for nodes never booked,
+        whose free amounts only grow from now on; a lower bound for the others."""
+        self._flush_all()
+        w = self.width
+        covers = self._covers(lambda a: elig.take(a)[:, :w], d)
+        col = covers.argmax(axis=1)
+        rows = np.arange(len(col))
+        return np.where(covers[rows, col], elig.take(self.times)[rows, col], INF)
 
     def holds_over(self, nodes: np.ndarray, d: Triple, t: float, end: float) -> np.ndarray:
         """For each of `nodes`, whether it holds d over the whole of [t, end)."""
@@ -149,6 +162,7 @@ class Profile:
         self.unflushed = {}
         events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
         self.times, self.cum = _step_matrix(base, events, self.now)
+        self.width = self.times.shape[1]
 
     def _apply(self, x: int, t0: float, t1: float, d: Triple) -> None:
         """Take d from node x over [t0, t1) in the matrix, adding the instants it needs."""
@@ -167,6 +181,7 @@ class Profile:
             row = self.times[x]
         row[k + 1 :] = row[k:-1].copy()
         row[k] = t
+        self.width = max(self.width, int(np.searchsorted(row, INF)) + 1)
         cum = self.cum[:, x, :]
         cum[:, k + 1 :] = cum[:, k:-1].copy()
         cum[:, k] = cum[:, k - 1]
