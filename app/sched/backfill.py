@@ -129,13 +129,14 @@ class BackfillPass:
             return None, False
         cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
+        ranked = self.selector.order(self.view, cand, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
-        n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
-        ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
-        if n_doubtful:
+        if (self.profile.first_booking[ranked] < release).any():
+            n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
+            ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
             ranked = self._drop_conflicts(ranked, d, release)[:n]
-        if len(ranked) < n:
-            return None, True
+            if len(ranked) < n:
+                return None, True
         for x in ranked.tolist():
             self.profile.start(x, d, release)
         return ranked, True

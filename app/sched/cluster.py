@@ -50,7 +50,7 @@ class ClusterIndex:
         self.cpu_ghz = np.array([n.cpu_ghz for n in nodes], dtype=np.float64)
         self.queues = self._queue_slices()
         self._eligible: dict[tuple[str, frozenset[str]], Eligible] = {}
-        self._cap_types: dict[tuple[str, frozenset[str]], tuple[np.ndarray, ...]] = {}
+        self._cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -95,21 +95,27 @@ class ClusterIndex:
         if types is None:
             types = self._capacity_types(elig)
             self._cap_types[elig.key] = types
-        caps, any_count, up_count = types
-        holds = (caps >= np.asarray(demand, dtype=np.int64)[:, None]).all(axis=0)
-        return int(any_count[holds].sum()), int(up_count[holds].sum())
+        c, m, g = demand
+        any_count = up_count = 0
+        for tc, tm, tg, n_any, n_up in types:
+            if tc >= c and tm >= m and tg >= g:
+                any_count += n_any
+                up_count += n_up
+        return any_count, up_count
 
-    def _capacity_types(self, elig: Eligible) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _capacity_types(self, elig: Eligible) -> list[tuple[int, int, int, int, int]]:
         """The distinct capacities among eligible nodes, with their counts (all, usable)."""
         caps = elig.take(self.cap.T)
         if len(caps) == 0:
-            empty = np.zeros(0, dtype=np.int64)
-            return np.zeros((3, 0), dtype=np.int64), empty, empty
+            return []
         uniq, inverse = np.unique(caps, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
         any_count = np.bincount(inverse, minlength=len(uniq))
         up_count = np.bincount(inverse, weights=elig.take(self.usable), minlength=len(uniq))
-        return uniq.T, any_count, up_count.astype(np.int64)
+        return [
+            (int(c), int(m), int(g), int(a), int(u))
+            for (c, m, g), a, u in zip(uniq.tolist(), any_count, up_count, strict=True)
+        ]
 
     def examined(self, keys: set[tuple[str, frozenset[str]]]) -> int:
         """How many distinct nodes the eligibility sets of `keys` cover."""

@@ -39,6 +39,12 @@ def release_time(end: float, now: float, grain: int) -> float:
     return align_up(end, grain)
 
 
+def release_times(ends: np.ndarray, now: float, grain: int) -> np.ndarray:
+    """`release_time` for an array of ends."""
+    overrun = np.floor(now / grain) * grain + grain
+    return np.where(ends <= now, overrun, np.ceil(ends / grain) * grain)
+
+
 class Profile:
     """Mutable, pass-local availability profile of every node."""
 

@@ -119,3 +119,13 @@ def test_fragment_score_prefers_even_consumption() -> None:
     score, leftover = fragment_scores(cap, free)
     assert score[0] == 0.0 and score[1] == 0.5
     assert leftover.tolist() == [1.0, 1.0]
+
+
+@given(ends=st.lists(st.floats(0, 5000, allow_nan=False), max_size=20),
+       now=st.floats(0, 5000, allow_nan=False), grain=st.sampled_from([1, 60, 300]))
+def test_vector_release_times_match_the_scalar_rule(ends, now, grain) -> None:  # noqa: ANN001
+    """The vectorized release rule gives exactly what the scalar one gives."""
+    from app.sched.timeline import release_times
+
+    got = release_times(np.array(ends, dtype=np.float64), now, grain).tolist()
+    assert got == [release_time(e, now, grain) for e in ends]

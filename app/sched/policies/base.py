@@ -18,7 +18,7 @@ from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind,
 from app.sched.order import Scored, fcfs_score, priority_infos, rank
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
-from app.sched.timeline import Profile, Releases, Triple, release_time
+from app.sched.timeline import Profile, Releases, Triple, release_times
 
 
 class BasePolicy:
@@ -70,20 +70,20 @@ class BasePolicy:
 def _releases(cluster: ClusterIndex, snapshot: Snapshot, grain: int) -> Releases:
     """Every running job's per-node holding, released at its (grain-aligned) expected end."""
     xs: list[int] = []
-    ts: list[float] = []
+    ends: list[float] = []
     amounts: list[Triple] = []
     pos = cluster.pos
     for rj in snapshot.running:
-        t = release_time(rj.end_time, snapshot.now, grain)
+        end = rj.start_time + rj.walltime_s
         for node_id, d in rj.alloc:
             x = pos.get(node_id)
             if x is not None:
                 xs.append(x)
-                ts.append(t)
+                ends.append(end)
                 amounts.append(d)
     return (
         np.asarray(xs, dtype=np.int64),
-        np.asarray(ts, dtype=np.float64),
+        release_times(np.asarray(ends, dtype=np.float64), snapshot.now, grain),
         np.asarray(amounts, dtype=np.int64).reshape(-1, 3).T,
     )
 
