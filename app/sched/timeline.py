@@ -69,7 +69,7 @@ class Profile:
 
     def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
         """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
-        self._flush_all()
+        self._flush_eligible(elig)
         w = self.width
         times = elig.take(self.times)[:, :w]
         covers = self._covers(lambda a: elig.take(a)[:, :w], d)
@@ -86,7 +86,7 @@ class Profile:
     def first_cover(self, elig: Eligible, d: Triple) -> np.ndarray:
         """Per eligible node, the first instant it has d free. Exact for nodes never booked,
         whose free amounts only grow from now on; a lower bound for the others."""
-        self._flush_all()
+        self._flush_eligible(elig)
         w = self.width
         covers = self._covers(lambda a: elig.take(a)[:, :w], d)
         col = covers.argmax(axis=1)
@@ -138,37 +138,56 @@ class Profile:
                     for t0, t1, d in self.unflushed.pop(x):
                         self._apply(x, t0, t1, d)
 
-    def _flush_all(self) -> None:
+    def _flush_eligible(self, elig: Eligible) -> None:
+        """Fold the recorded changes of the eligible nodes: row by row if few, else one rebuild."""
         if not self.unflushed:
             return
-        if len(self.unflushed) <= ROW_FLUSH_LIMIT:
-            self._flush_rows(np.fromiter(self.unflushed, dtype=np.int64))
-            return
-        self._rebuild()
+        if elig.idx is None:
+            lo, hi = elig.sl.start, elig.sl.stop
+            rows = [x for x in self.unflushed if lo <= x < hi]
+        else:
+            members = set(elig.idx.tolist())
+            rows = [x for x in self.unflushed if x in members]
+        if len(rows) <= ROW_FLUSH_LIMIT:
+            self._flush_rows(np.asarray(rows, dtype=np.int64))
+        else:
+            self._rebuild(np.asarray(sorted(rows), dtype=np.int64))
 
-    def _rebuild(self) -> None:
-        """Fold every recorded change into the matrix at once."""
-        xs, cols = np.nonzero(np.isfinite(self.times[:, 1:]))
+    def _flush_all(self) -> None:
+        if self.unflushed:
+            self._rebuild(np.asarray(sorted(self.unflushed), dtype=np.int64))
+
+    def _rebuild(self, rows: np.ndarray) -> None:
+        """Fold every recorded change of `rows` into the matrix at once."""
+        sub_times = self.times[rows]
+        sub_cum = self.cum[:, rows]
+        xs, cols = np.nonzero(np.isfinite(sub_times[:, 1:]))
         cols = cols + 1
-        ev_x, ev_t = [xs], [self.times[xs, cols]]
-        ev_d = [self.cum[:, xs, cols] - self.cum[:, xs, cols - 1]]
-        base = self.cum[:, :, 0].copy()
-        for x, items in self.unflushed.items():
-            for t0, t1, d in items:
+        ev_x, ev_t = [xs], [sub_times[xs, cols]]
+        ev_d = [sub_cum[:, xs, cols] - sub_cum[:, xs, cols - 1]]
+        base = sub_cum[:, :, 0].copy()
+        for i, x in enumerate(rows.tolist()):
+            for t0, t1, d in self.unflushed.pop(x):
                 dvec = np.asarray(d, dtype=np.int64)
                 if t0 <= self.now:
-                    base[:, x] -= dvec
+                    base[:, i] -= dvec
                 else:
-                    ev_x.append(np.array([x]))
+                    ev_x.append(np.array([i]))
                     ev_t.append(np.array([t0]))
                     ev_d.append(-dvec[:, None])
-                ev_x.append(np.array([x]))
+                ev_x.append(np.array([i]))
                 ev_t.append(np.array([t1]))
                 ev_d.append(dvec[:, None])
-        self.unflushed = {}
         events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
-        self.times, self.cum = _step_matrix(base, events, self.now)
-        self.width = self.times.shape[1]
+        times, cum = _step_matrix(base, events, self.now)
+        while times.shape[1] > self.times.shape[1]:
+            self._grow()
+        k = times.shape[1]
+        self.times[rows, :k] = times
+        self.times[rows, k:] = INF
+        self.cum[:, rows, :k] = cum
+        self.cum[:, rows, k:] = cum[:, :, -1:]
+        self.width = max(self.width, k)
 
     def _apply(self, x: int, t0: float, t1: float, d: Triple) -> None:
         """Take d from node x over [t0, t1) in the matrix, adding the instants it needs."""

@@ -88,8 +88,6 @@ def naive_free(free, releases, changes, x, t):  # noqa: ANN001, ANN201
 )
 def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  # noqa: ANN001
     """Starts and bookings, folded row by row or in one rebuild, give the free amounts a naive sum gives."""
-    import app.sched.timeline as tl
-
     n = len(free)
     releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
     p = profile(free, releases)
@@ -101,12 +99,10 @@ def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  #
         else:
             p.book(x % n, NOW + 60 * a, NOW + 60 * (a + length), d)
             applied.append((x % n, NOW + 60 * a, NOW + 60 * (a + length), d))
-    old_limit = tl.ROW_FLUSH_LIMIT
-    tl.ROW_FLUSH_LIMIT = 0 if many else 1000
-    try:
-        p._flush_all()
-    finally:
-        tl.ROW_FLUSH_LIMIT = old_limit
+    if many:
+        p._flush_all()  # one vectorized rebuild
+    else:
+        p._flush_rows(np.arange(n))  # row by row
     for x in range(n):
         for t in [NOW + 60 * k for k in range(0, 27)]:
             assert p.free_at(x, t) == naive_free(free, releases, applied, x, t)
