@@ -186,8 +186,19 @@ class BackfillPass:
             nodes = elig.nodes(np.arange(len(times)))
             times[self.profile.booked[nodes]] = INF
         else:
+            times, nodes = self._earliest_times(job, elig)
+        found = self._common_start(job, nodes, times)
+        if found is None and not self.rules.one_reservation_per_node and job.nodes > 1:
+            # nodes skipped as unable to beat the n-th best may still complete a common start
             times = self.profile.earliest(elig, job.demand, job.walltime_s)
-            nodes = elig.nodes(np.arange(len(times)))
+            found = self._common_start(job, nodes, times)
+        return found
+
+    def _common_start(
+        self, job: Job, nodes: np.ndarray, times: np.ndarray
+    ) -> tuple[float, np.ndarray] | None:
+        """The earliest instant at which `job.nodes` of `nodes` all hold the job, and those."""
+        n = job.nodes
         finite = times[np.isfinite(times)]
         if len(finite) < n:
             return None
@@ -197,6 +208,27 @@ class BackfillPass:
             if chosen is not None:
                 return t, chosen
         return None
+
+    def _earliest_times(self, job: Job, elig: Eligible) -> tuple[np.ndarray, np.ndarray]:
+        """Per eligible node, its earliest start for the job, exact where it can matter.
+
+        The first instant a node has the demand free is a lower bound, and exact on a node with
+        no booking before the job would end there; the full window check runs only on the other
+        nodes, and only on those whose bound could beat the n-th best exact time.
+        """
+        n = job.nodes
+        bound = self.profile.first_cover(elig, job.demand)
+        nodes = elig.nodes(np.arange(len(bound)))
+        with np.errstate(invalid="ignore"):
+            ends = np.ceil((bound + job.walltime_s) / self.grain) * self.grain
+        clear = self.profile.first_booking[nodes] >= ends
+        times = np.where(clear, bound, INF)
+        finite = times[np.isfinite(times)]
+        nth = np.partition(finite, n - 1)[n - 1] if len(finite) >= n else INF
+        doubt = np.flatnonzero(~clear & (bound < nth))
+        if len(doubt):
+            times[doubt] = self.profile.earliest_of(nodes[doubt], job.demand, job.walltime_s)
+        return times, nodes
 
     def _feasible_at(
         self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray

@@ -70,9 +70,17 @@ class Profile:
     def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
         """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
         self._flush_eligible(elig)
+        return self._earliest(lambda a: elig.take(a), d, walltime_s)
+
+    def earliest_of(self, nodes: np.ndarray, d: Triple, walltime_s: float) -> np.ndarray:
+        """`earliest` for the given node indices."""
+        self._flush_rows(nodes)
+        return self._earliest(lambda a: a[nodes], d, walltime_s)
+
+    def _earliest(self, take, d: Triple, walltime_s: float) -> np.ndarray:  # noqa: ANN001
         w = self.width
-        times = elig.take(self.times)[:, :w]
-        covers = self._covers(lambda a: elig.take(a)[:, :w], d)
+        times = take(self.times)[:, :w]
+        covers = self._covers(lambda a: take(a)[:, :w], d)
         bad = np.where(covers, INF, times)
         # first instant at or after each column where the node falls short of d
         first_bad = np.minimum.accumulate(bad[:, ::-1], axis=1)[:, ::-1]
