@@ -1,0 +1,67 @@
+"""Map the service's errors to HTTP answers, all in FastAPI's 422 body shape."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+
+from app.errors import (
+    InputError,
+    NotFoundError,
+    PayloadTooLargeError,
+    SchedError,
+    StoreUnavailableError,
+    VersionConflictError,
+)
+
+log = logging.getLogger("hpcsched")
+
+STATUS: dict[type[SchedError], int] = {
+    InputError: 422,
+    NotFoundError: 404,
+    VersionConflictError: 409,
+    PayloadTooLargeError: 413,
+    StoreUnavailableError: 503,
+}
+
+
+def error_body(loc: list[Any], msg: str, type_: str) -> dict[str, Any]:
+    return {"detail": [{"loc": loc, "msg": msg, "type": type_}]}
+
+
+def validation_details(exc: ValidationError, prefix: tuple[str, ...] = ("body",)) -> list[dict]:
+    """Pydantic's errors as FastAPI shows them: loc prefixed by where the value came from."""
+    return [
+        {"loc": [*prefix, *e["loc"]], "msg": e["msg"], "type": e["type"]}
+        for e in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(SchedError)
+    async def sched_error(request: Request, exc: SchedError) -> JSONResponse:
+        status = next((s for t, s in STATUS.items() if isinstance(exc, t)), 400)
+        if isinstance(exc, InputError):
+            detail = [{"loc": list(e.loc), "msg": e.msg, "type": e.type} for e in exc.errors]
+            return JSONResponse({"detail": detail}, status_code=status)
+        return JSONResponse(error_body([], str(exc), type(exc).__name__), status_code=status)
+
+    @app.exception_handler(ValidationError)
+    async def pydantic_error(request: Request, exc: ValidationError) -> JSONResponse:
+        return JSONResponse({"detail": validation_details(exc)}, status_code=422)
+
+    @app.exception_handler(RequestValidationError)
+    async def request_error(request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+                  for e in exc.errors()]
+        return JSONResponse({"detail": detail}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(error_body([], "internal error", "internal"), status_code=500)

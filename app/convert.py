@@ -1,0 +1,189 @@
+"""The one adapter between the wire (schemas) and the core (app.sched), and the cross-field checks.
+
+Pydantic checks single fields; what needs two fields or two records (unknown node, duplicate id,
+allocation above capacity, more nodes than exist) is checked here, collecting every problem with
+its full path, like FastAPI's own 422.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.errors import ErrorDetail, InputError
+from app.sched import params as core_params
+from app.sched.model import (
+    Decision,
+    Job,
+    Node,
+    NodeState,
+    RunningJob,
+    Snapshot,
+)
+from schemas.cluster import NodeIn, RunningJobIn
+from schemas.schedule import (
+    MigrationOut,
+    PendingJobIn,
+    PendingOut,
+    PriorityOut,
+    ReservationOut,
+    ScheduleRequest,
+    ScheduleResponse,
+    StartOut,
+    SummaryOut,
+)
+
+RES = ("cpu", "mem_mib", "gpu")
+Loc = tuple[str | int, ...]
+
+
+def _duplicates(ids: Iterable[str], where: Loc, what: str) -> list[ErrorDetail]:
+    seen: set[str] = set()
+    out = []
+    for i, jid in enumerate(ids):
+        if jid in seen:
+            out.append(ErrorDetail((*where, i, "id"), f"duplicate {what} id {jid!r}", "duplicate"))
+        seen.add(jid)
+    return out
+
+
+def _running_holdings(req: ScheduleRequest, errors: list[ErrorDetail]) -> dict[str, list[int]]:
+    """Sum of what running jobs hold per node; unknown or repeated nodes become errors."""
+    known = {n.id for n in req.nodes}
+    held: dict[str, list[int]] = {}
+    for i, rj in enumerate(req.running):
+        seen: set[str] = set()
+        for k, a in enumerate(rj.allocation):
+            loc = ("body", "running", i, "allocation", k, "node")
+            if a.node not in known:
+                errors.append(ErrorDetail(loc, f"unknown node {a.node!r}", "unknown_node"))
+                continue
+            if a.node in seen:
+                errors.append(ErrorDetail(loc, f"node {a.node!r} listed twice", "duplicate"))
+                continue
+            seen.add(a.node)
+            acc = held.setdefault(a.node, [0, 0, 0])
+            acc[0] += a.cpu
+            acc[1] += a.mem_mib
+            acc[2] += a.gpu
+    return held
+
+
+def _node_errors(i: int, node: NodeIn, held: list[int] | None) -> list[ErrorDetail]:
+    cap = (node.capacity.cpu, node.capacity.mem_mib, node.capacity.gpu)
+    out = []
+    for r, name in enumerate(RES):
+        loc: Loc = ("body", "nodes", i)
+        if node.allocated is not None:
+            alloc = (node.allocated.cpu, node.allocated.mem_mib, node.allocated.gpu)[r]
+            if alloc > cap[r]:
+                out.append(ErrorDetail((*loc, "allocated", name),
+                                       f"allocated {alloc} exceeds capacity {cap[r]}",
+                                       "over_capacity"))
+            elif held is not None and alloc < held[r]:
+                out.append(ErrorDetail((*loc, "allocated", name),
+                                       f"allocated {alloc} is less than its running jobs hold "
+                                       f"({held[r]})", "below_running"))
+        if held is not None and held[r] > cap[r]:
+            out.append(ErrorDetail((*loc, "capacity", name),
+                                   f"running jobs hold {held[r]}, above capacity {cap[r]}",
+                                   "over_capacity"))
+    return out
+
+
+def check_snapshot(req: ScheduleRequest) -> None:
+    """Raise InputError listing every cross-field problem of the request."""
+    errors = _duplicates((n.id for n in req.nodes), ("body", "nodes"), "node")
+    errors += _duplicates((r.id for r in req.running), ("body", "running"), "running job")
+    errors += _duplicates((p.id for p in req.pending), ("body", "pending"), "pending job")
+    running_ids = {r.id for r in req.running}
+    for i, p in enumerate(req.pending):
+        if p.id in running_ids:
+            errors.append(ErrorDetail(("body", "pending", i, "id"),
+                                      f"job {p.id!r} is also listed as running", "duplicate"))
+        if p.nodes > len(req.nodes):
+            errors.append(ErrorDetail(("body", "pending", i, "nodes"),
+                                      f"asks for {p.nodes} nodes; the cluster has "
+                                      f"{len(req.nodes)}", "too_many_nodes"))
+    held = _running_holdings(req, errors)
+    for i, node in enumerate(req.nodes):
+        errors += _node_errors(i, node, held.get(node.id))
+    if errors:
+        raise InputError(errors)
+
+
+def _node(n: NodeIn, held: dict[str, list[int]]) -> Node:
+    cap = (n.capacity.cpu, n.capacity.mem_mib, n.capacity.gpu)
+    if n.allocated is not None:
+        alloc = (n.allocated.cpu, n.allocated.mem_mib, n.allocated.gpu)
+    else:
+        h = held.get(n.id, (0, 0, 0))
+        alloc = (h[0], h[1], h[2])
+    return Node(n.id, n.queue, cap, alloc, frozenset(n.labels), n.cpu_load, n.cpu_ghz,
+                NodeState(n.state.value))
+
+
+def _running(r: RunningJobIn) -> RunningJob:
+    alloc = tuple((a.node, (a.cpu, a.mem_mib, a.gpu)) for a in r.allocation)
+    return RunningJob(r.id, r.queue, alloc, r.start_time, r.walltime_s, r.migrated)
+
+
+def job_from_wire(p: PendingJobIn) -> Job:
+    return Job(p.id, p.queue, p.submit_time, p.walltime_s, p.nodes, p.cpu, p.mem_mib, p.gpu,
+               p.user, p.priority, p.user_priority, p.queue_priority, p.vip,
+               frozenset(p.labels))
+
+
+def snapshot_from_wire(req: ScheduleRequest) -> tuple[Snapshot, list[Job]]:
+    held: dict[str, list[int]] = {}
+    for rj in req.running:
+        for a in rj.allocation:
+            acc = held.setdefault(a.node, [0, 0, 0])
+            acc[0] += a.cpu
+            acc[1] += a.mem_mib
+            acc[2] += a.gpu
+    nodes = tuple(_node(n, held) for n in req.nodes)
+    running = tuple(_running(r) for r in req.running)
+    return Snapshot(req.now, nodes, running), [job_from_wire(p) for p in req.pending]
+
+
+_PARAMS: dict[str, type[core_params.CommonParams]] = {
+    "fcfs": core_params.FcfsParams,
+    "firstfit": core_params.FirstfitParams,
+    "easy": core_params.EasyParams,
+    "conservative": core_params.ConservativeParams,
+    "memory_backfill": core_params.MemoryBackfillParams,
+    "priority": core_params.PriorityParams,
+}
+
+
+def params_from_wire(policy: object) -> tuple[str, core_params.CommonParams]:
+    """(policy name, core params) from a wire PolicySpec."""
+    name: str = policy.name  # type: ignore[attr-defined]
+    fields = policy.params.model_dump()  # type: ignore[attr-defined]
+    mig = fields.pop("migration")
+    fields["evaluation"] = core_params.EvaluationParams(**fields["evaluation"])
+    fields["migration"] = core_params.MigrationParams(**mig) if mig is not None else None
+    return name, _PARAMS[name](**fields)
+
+
+def decision_to_wire(d: Decision, policy: str, timing_ms: dict[str, float]) -> ScheduleResponse:
+    s = d.summary
+    return ScheduleResponse(
+        starts=[StartOut(job_id=x.job_id, node_ids=list(x.node_ids), kind=x.kind.value,
+                         queue=x.queue, expected_end=x.expected_end) for x in d.starts],
+        reservations=[ReservationOut(job_id=r.job_id, node_ids=list(r.node_ids), queue=r.queue,
+                                     start_time=r.start_time, end_time=r.end_time)
+                      for r in d.reservations],
+        migrations=[MigrationOut(job_id=m.job_id, from_queue=m.from_queue, to_queue=m.to_queue,
+                                 reason=m.reason, figures=m.figures) for m in d.migrations],
+        pending=[PendingOut(job_id=p.job_id, queue=p.queue, reason=p.reason.value,
+                            estimated_start=p.estimated_start, detail=p.detail)
+                 for p in d.pending],
+        priorities=[PriorityOut(job_id=p.job_id, priority=p.priority, rank=p.rank,
+                                factors=p.factors) for p in d.priorities],
+        summary=SummaryOut(policy=policy, started=s.started, backfilled=s.backfilled,
+                           reserved=s.reserved, migrated=s.migrated, pending=s.pending,
+                           not_evaluated=s.not_evaluated, nodes_total=s.nodes_total,
+                           nodes_examined=s.nodes_examined, queue_load=s.queue_load,
+                           timing_ms=timing_ms),
+    )

@@ -1,0 +1,49 @@
+"""The FastAPI application: `create_app(settings)`; `app` for uvicorn."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from app.api import errors
+from app.api.limits import BodyLimit
+from app.api.routes import health, schedule
+from app.settings import Settings, get_settings
+from schemas.schedule import ScheduleRequest
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    app = FastAPI(
+        title="hpcsched",
+        version="0.1.0",
+        summary="Scheduling decisions for HPC clusters: starts, backfills, reservations, "
+        "migrations, each with a reason.",
+    )
+    app.state.settings = settings
+    errors.install(app)
+    app.include_router(schedule.router)
+    app.include_router(health.router)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    _register_request_schema(app)
+    return app
+
+
+def _register_request_schema(app: FastAPI) -> None:
+    """The schedule route reads raw bytes, so its body schema is added to the OpenAPI by hand."""
+    original = app.openapi
+
+    def openapi() -> dict:  # type: ignore[type-arg]
+        if app.openapi_schema:
+            return app.openapi_schema
+        spec = original()
+        defs = ScheduleRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = spec.setdefault("components", {}).setdefault("schemas", {})
+        components.update(defs.pop("$defs", {}))
+        components["ScheduleRequest"] = defs
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+app = create_app()

@@ -1,0 +1,115 @@
+"""Policy choice on the wire: `{"name": ..., "params": {...}}`, one params model per policy.
+
+Fields and defaults mirror app/sched/params.py (tests/test_params_mirror.py checks it).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from schemas.common import Strict
+
+UNLIMITED = 1_000_000
+SelectorName = Literal["first_fit", "least_load", "evaluation", "fragment"]
+
+
+class MigrationParams(Strict):
+    """Multi-queue load balancing: static threshold, or migration cost vs waiting cost."""
+
+    mode: Literal["static", "dynamic"] = "static"
+    threshold: float = Field(0.85, gt=0.0, lt=1.0, description="L_thres (static mode)")
+    weight: float = Field(1.0, ge=0.0, description="w, weight of the migration cost (dynamic)")
+
+
+class EvaluationParams(Strict):
+    """Node evaluation E = W_cpu·(1−load)·ghz/ghz_min + W_ram·(1−ram_usage)·ram/ram_min."""
+
+    cpu_weight: float = Field(0.6, ge=0.0)
+    ram_weight: float = Field(0.4, ge=0.0)
+    cpu_ghz_min: float = Field(1.0, gt=0.0)
+    ram_min_mib: float = Field(1024.0, gt=0.0)
+
+
+class CommonParams(Strict):
+    selector: SelectorName = "first_fit"
+    time_grain_s: int = Field(60, ge=1, le=86_400, description="starts are aligned to it")
+    queue_depth: int = Field(100_000, ge=1, description="jobs past it are not_evaluated")
+    reservation_depth: int = Field(1, ge=0, description="reservations per queue and pass")
+    migration: MigrationParams | None = None
+    evaluation: EvaluationParams = Field(default_factory=EvaluationParams)
+
+
+class FcfsParams(CommonParams):
+    pass
+
+
+class FirstfitParams(CommonParams):
+    starvation_s: float = Field(86_400.0, ge=0.0, description="wait after which it is reserved")
+    reservation_depth: int = Field(UNLIMITED, ge=0)
+
+
+class EasyParams(CommonParams):
+    pass
+
+
+class ConservativeParams(CommonParams):
+    reservation_depth: int = Field(UNLIMITED, ge=0)
+
+
+class MemoryBackfillParams(CommonParams):
+    selector: SelectorName = "least_load"
+    reservation_depth: int = Field(UNLIMITED, ge=0)
+
+
+class PriorityParams(CommonParams):
+    selector: SelectorName = "evaluation"
+    reservation_depth: int = Field(UNLIMITED, ge=0)
+    order: Literal["weighted", "fcfs", "sjf", "f1"] = "weighted"
+    preset_weight: float = 1.0
+    user_weight: float = Field(1.0, description="k1")
+    queue_weight: float = Field(1.0, description="k2")
+    age_weight: float = Field(1.0, description="k3, per minute of waiting")
+    resource_evaluation: float | None = Field(
+        1.0, gt=0.0, description="E; null = the best E among the job's eligible nodes"
+    )
+    max_priority: float = Field(55.0, description="P_max: reaching it gets a reservation")
+    reserve_after_wait_s: float = Field(86_400.0, ge=0.0)
+
+
+class FcfsPolicy(Strict):
+    name: Literal["fcfs"]
+    params: FcfsParams = Field(default_factory=FcfsParams)
+
+
+class FirstfitPolicy(Strict):
+    name: Literal["firstfit"]
+    params: FirstfitParams = Field(default_factory=FirstfitParams)
+
+
+class EasyPolicy(Strict):
+    name: Literal["easy"] = "easy"
+    params: EasyParams = Field(default_factory=EasyParams)
+
+
+class ConservativePolicy(Strict):
+    name: Literal["conservative"]
+    params: ConservativeParams = Field(default_factory=ConservativeParams)
+
+
+class MemoryBackfillPolicy(Strict):
+    name: Literal["memory_backfill"]
+    params: MemoryBackfillParams = Field(default_factory=MemoryBackfillParams)
+
+
+class PriorityPolicy(Strict):
+    name: Literal["priority"]
+    params: PriorityParams = Field(default_factory=PriorityParams)
+
+
+PolicySpec = Annotated[
+    FcfsPolicy | FirstfitPolicy | EasyPolicy | ConservativePolicy | MemoryBackfillPolicy
+    | PriorityPolicy,
+    Field(discriminator="name"),
+]

@@ -1,0 +1,122 @@
+"""POST /schedule: a snapshot plus pending jobs plus a policy in; decisions with reasons out."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from schemas.cluster import NodeIn, RunningJobIn
+from schemas.common import ReasonCode, StartKind, Strict
+from schemas.policies import EasyPolicy, PolicySpec
+
+
+class PendingJobIn(Strict):
+    id: str = Field(..., min_length=1)
+    user: str = ""
+    queue: str = Field("default", min_length=1)
+    submit_time: float = Field(..., description="epoch seconds")
+    nodes: int = Field(1, ge=1, description="number of nodes")
+    cpu: int = Field(1, ge=1, description="cpu cores per node")
+    mem_mib: int = Field(0, ge=0, description="memory per node, MiB")
+    gpu: int = Field(0, ge=0, description="gpus per node")
+    walltime_s: float = Field(..., gt=0, description="walltime estimate, seconds")
+    priority: float = Field(0.0, description="preset priority Y agreed with the administrator")
+    user_priority: float = 0.0
+    queue_priority: float = 0.0
+    vip: bool = False
+    labels: list[str] = Field(default_factory=list, description="required node labels")
+
+
+EXAMPLE = {
+    "now": 1_700_000_000,
+    "nodes": [
+        {"id": "n1", "queue": "batch", "capacity": {"cpu": 32, "mem_mib": 128_000}},
+        {"id": "n2", "queue": "batch", "capacity": {"cpu": 32, "mem_mib": 128_000}},
+        {"id": "g1", "queue": "batch", "labels": ["gpu"],
+         "capacity": {"cpu": 16, "mem_mib": 256_000, "gpu": 4}},
+    ],
+    "running": [
+        {"id": "r1", "queue": "batch", "start_time": 1_699_996_400, "walltime_s": 7200,
+         "allocation": [{"node": "n1", "cpu": 32, "mem_mib": 64_000}]},
+    ],
+    "pending": [
+        {"id": "align", "queue": "batch", "submit_time": 1_699_999_000, "nodes": 2, "cpu": 32,
+         "mem_mib": 64_000, "walltime_s": 3600},
+        {"id": "qc", "queue": "batch", "submit_time": 1_699_999_500, "cpu": 8,
+         "mem_mib": 32_000, "walltime_s": 1800},
+        {"id": "gpu-call", "queue": "batch", "submit_time": 1_699_999_600, "cpu": 4,
+         "mem_mib": 16_000, "gpu": 1, "walltime_s": 600, "labels": ["gpu"]},
+    ],
+    "policy": {"name": "easy"},
+}
+
+
+class ScheduleRequest(Strict):
+    now: float = Field(..., description="epoch seconds")
+    nodes: list[NodeIn] = Field(..., min_length=1)
+    running: list[RunningJobIn] = Field(default_factory=list)
+    pending: list[PendingJobIn] = Field(default_factory=list)
+    policy: PolicySpec = Field(default_factory=EasyPolicy)
+
+    model_config = {"json_schema_extra": {"examples": [EXAMPLE]}}
+
+
+class StartOut(BaseModel):
+    job_id: str
+    node_ids: list[str]
+    kind: StartKind
+    queue: str
+    expected_end: float
+
+
+class ReservationOut(BaseModel):
+    job_id: str
+    node_ids: list[str]
+    queue: str
+    start_time: float
+    end_time: float
+
+
+class MigrationOut(BaseModel):
+    job_id: str
+    from_queue: str
+    to_queue: str
+    reason: str
+    figures: dict[str, float]
+
+
+class PendingOut(BaseModel):
+    job_id: str
+    queue: str
+    reason: ReasonCode
+    estimated_start: float | None
+    detail: str
+
+
+class PriorityOut(BaseModel):
+    job_id: str
+    priority: float
+    rank: int
+    factors: dict[str, float]
+
+
+class SummaryOut(BaseModel):
+    policy: str
+    started: int
+    backfilled: int
+    reserved: int
+    migrated: int
+    pending: int
+    not_evaluated: int
+    nodes_total: int
+    nodes_examined: int
+    queue_load: dict[str, float]
+    timing_ms: dict[str, float]
+
+
+class ScheduleResponse(BaseModel):
+    starts: list[StartOut]
+    reservations: list[ReservationOut]
+    migrations: list[MigrationOut]
+    pending: list[PendingOut]
+    priorities: list[PriorityOut]
+    summary: SummaryOut
