@@ -180,7 +180,6 @@ class BackfillPass:
 
     def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
-        n = job.nodes
         if self.rules.one_reservation_per_node:  # booked nodes are out; the rest only grow
             times = self.profile.first_cover(elig, job.demand)
             nodes = elig.nodes(np.arange(len(times)))

@@ -1,0 +1,170 @@
+"""check_decision: every rule a decision must keep, as a list of violations (empty = sound).
+
+Independent of the core's data structures: it rebuilds the timeline the decision implies from the
+snapshot and the decision alone, and checks it at every instant where something changes.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from app.sched.model import Decision, Job, Node, NodeState, Reason, Snapshot, StartKind
+from app.sched.timeline import align_up, release_time
+
+Usage = list[tuple[float, float, tuple[int, int, int], str]]  # [start, end), amount, who
+
+
+def check_decision(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int = 60) -> list[str]:
+    queue_of = _effective_queues(jobs, d)
+    problems = _bookkeeping(jobs, d)
+    problems += _eligibility(snap, jobs, d, queue_of)
+    problems += _capacity(snap, jobs, d, grain)
+    problems += _never_fits(snap, jobs, d, queue_of)
+    problems += _migrated_rank(jobs, d, queue_of)
+    problems += _times(snap, jobs, d, grain)
+    return problems
+
+
+def _effective_queues(jobs: Sequence[Job], d: Decision) -> dict[str, str]:
+    queue_of = {j.id: j.queue for j in jobs}
+    for m in d.migrations:
+        queue_of[m.job_id] = m.to_queue
+    return queue_of
+
+
+def _bookkeeping(jobs: Sequence[Job], d: Decision) -> list[str]:
+    ids = sorted(j.id for j in jobs)
+    answered = sorted([s.job_id for s in d.starts] + [r.job_id for r in d.reservations]
+                      + [p.job_id for p in d.pending])
+    out = []
+    if answered != ids:
+        out.append(f"answered ids {answered} != pending ids {ids}")
+    if sorted(p.job_id for p in d.priorities) != ids:
+        out.append("priorities do not cover every pending job exactly once")
+    if not {m.job_id for m in d.migrations} <= set(ids):
+        out.append("a migration names a job that is not pending")
+    return out
+
+
+def _eligibility(snap: Snapshot, jobs: Sequence[Job], d: Decision,
+                 queue_of: dict[str, str]) -> list[str]:
+    nodes = {n.id: n for n in snap.nodes}
+    by_id = {j.id: j for j in jobs}
+    out = []
+    placed = [(s.job_id, s.node_ids) for s in d.starts]
+    placed += [(r.job_id, r.node_ids) for r in d.reservations]
+    for jid, node_ids in placed:
+        job = by_id[jid]
+        if len(set(node_ids)) != job.nodes or len(node_ids) != job.nodes:
+            out.append(f"{jid}: placed on {node_ids}, needs {job.nodes} distinct nodes")
+        for nid in node_ids:
+            n = nodes[nid]
+            if n.state != NodeState.UP:
+                out.append(f"{jid}: placed on {nid} which is {n.state}")
+            if n.queue != queue_of[jid]:
+                out.append(f"{jid}: placed on {nid} of queue {n.queue}, not {queue_of[jid]}")
+            if not job.labels <= n.labels:
+                out.append(f"{jid}: node {nid} lacks labels {set(job.labels - n.labels)}")
+    return out
+
+
+def _usage(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> dict[str, Usage]:
+    """Every holding the decision implies, per node, over [start, end)."""
+    by_id = {j.id: j for j in jobs}
+    use: dict[str, Usage] = defaultdict(list)
+    for rj in snap.running:
+        end = release_time(rj.end_time, snap.now, grain)
+        for nid, amount in rj.alloc:
+            use[nid].append((snap.now, end, amount, rj.id))
+    for s in d.starts:
+        job = by_id[s.job_id]
+        end = release_time(snap.now + job.walltime_s, snap.now, grain)
+        for nid in s.node_ids:
+            use[nid].append((snap.now, end, job.demand, s.job_id))
+    for r in d.reservations:
+        for nid in r.node_ids:
+            use[nid].append((r.start_time, r.end_time, by_id[r.job_id].demand, r.job_id))
+    return use
+
+
+def _capacity(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> list[str]:
+    """At every instant, on every node, what is held fits what the node offers.
+
+    This covers "no node over-committed", "no backfill delays a reservation" and "every
+    reservation fits its nodes at its time" at once.
+    """
+    out = []
+    use = _usage(snap, jobs, d, grain)
+    for n in snap.nodes:
+        running_sum = [0, 0, 0]
+        for rj in snap.running:
+            for nid, amount in rj.alloc:
+                if nid == n.id:
+                    running_sum = [a + b for a, b in zip(running_sum, amount, strict=True)]
+        offer = [c - (a - s) for c, a, s in zip(n.cap, n.alloc, running_sum, strict=True)]
+        held = use.get(n.id, [])
+        for t in sorted({h[0] for h in held}):
+            active = [h for h in held if h[0] <= t < h[1]]
+            total = [sum(h[2][r] for h in active) for r in range(3)]
+            if any(total[r] > offer[r] for r in range(3)):
+                who = sorted(h[3] for h in active)
+                out.append(f"node {n.id} over-committed at {t}: {total} > {offer} by {who}")
+    return out
+
+
+def _fits_somewhere(snap: Snapshot, job: Job, queue: str, usable_only: bool) -> bool:
+    def ok(n: Node) -> bool:
+        return (n.queue == queue and job.labels <= n.labels
+                and all(n.cap[r] >= job.demand[r] for r in range(3))
+                and (not usable_only or n.state == NodeState.UP))
+
+    return sum(1 for n in snap.nodes if ok(n)) >= job.nodes
+
+
+def _never_fits(snap: Snapshot, jobs: Sequence[Job], d: Decision,
+                queue_of: dict[str, str]) -> list[str]:
+    by_id = {j.id: j for j in jobs}
+    reason = {p.job_id: p.reason for p in d.pending}
+    out = []
+    for jid, job in by_id.items():
+        could = _fits_somewhere(snap, job, queue_of[jid], usable_only=False)
+        could_up = _fits_somewhere(snap, job, queue_of[jid], usable_only=True)
+        r = reason.get(jid)
+        if r == Reason.never_fits and could:
+            out.append(f"{jid}: reported never_fits but some node of its queue could hold it")
+        if r == Reason.node_down and (could_up or not could):
+            out.append(f"{jid}: reported node_down wrongly")
+        if r not in (Reason.never_fits, Reason.node_down, Reason.not_evaluated) and not could_up:
+            out.append(f"{jid}: cannot run on any usable node but was answered {r or 'placed'}")
+    return out
+
+
+def _migrated_rank(jobs: Sequence[Job], d: Decision, queue_of: dict[str, str]) -> list[str]:
+    """Within a queue, every native job ranks above every job migrated into it."""
+    rank = {p.job_id: p.rank for p in d.priorities}
+    moved = {m.job_id for m in d.migrations} | {j.id for j in jobs if j.migrated}
+    out = []
+    for q in set(queue_of.values()):
+        native = [rank[j] for j, qq in queue_of.items() if qq == q and j not in moved]
+        migrated = [rank[j] for j, qq in queue_of.items() if qq == q and j in moved]
+        if native and migrated and max(native) > min(migrated):
+            out.append(f"queue {q}: a migrated job ranks above a native one")
+    return out
+
+
+def _times(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> list[str]:
+    by_id = {j.id: j for j in jobs}
+    out = []
+    for r in d.reservations:
+        if r.start_time < snap.now:
+            out.append(f"{r.job_id}: reserved at {r.start_time}, before now {snap.now}")
+        if r.start_time > snap.now and r.start_time % grain:
+            out.append(f"{r.job_id}: reserved start {r.start_time} is off the grain {grain}")
+        if r.end_time < align_up(r.start_time + by_id[r.job_id].walltime_s, grain):
+            out.append(f"{r.job_id}: reservation ends before its walltime is over")
+    reserved_queues = {r.queue for r in d.reservations}
+    for s in d.starts:
+        if s.kind == StartKind.BACKFILL and s.queue not in reserved_queues:
+            out.append(f"{s.job_id}: a backfill in queue {s.queue}, which holds no reservation")
+    return out

@@ -1,0 +1,90 @@
+"""The invariant checker catches each kind of broken decision (a checker that cannot fail is a defect)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from app.sched.model import (
+    Decision,
+    Migration,
+    NodeState,
+    Pending,
+    PriorityInfo,
+    Reason,
+    Reservation,
+    Start,
+    StartKind,
+    Summary,
+)
+from tests.builders import NOW, job, node, running, snapshot
+from tests.invariants import check_decision
+
+SNAP = snapshot([node("n1"), node("n2", state=NodeState.DOWN), node("n3", queue="other")],
+                [running("r1", {"n1": (2, 0, 0)}, 9000)])
+JOBS = [job("A", 1, 3600, cpu=4), job("B", 2, 600, cpu=2), job("C", 3, 600, cpu=64),
+        job("D", 4, 10_000, cpu=2)]
+SUMMARY = Summary(0, 0, 0, 0, 0, 0, 3, 3, {})
+PRIOS = tuple(PriorityInfo(j.id, 0.0, i + 1, {}) for i, j in enumerate(JOBS))
+
+
+def decision(**kw: object) -> Decision:
+    base = Decision(
+        starts=(Start("B", ("n1",), StartKind.BACKFILL, "q", NOW + 600),),
+        reservations=(Reservation("A", ("n1",), "q", 9000.0, 12600.0),),
+        migrations=(),
+        pending=(Pending("C", "q", Reason.never_fits),
+                 Pending("D", "q", Reason.blocked_by_reservation)),
+        priorities=PRIOS, summary=SUMMARY,
+    )
+    return dataclasses.replace(base, **kw)
+
+
+def test_the_sound_decision_passes() -> None:
+    """The reference decision is sound, so each case below fails for its own reason only."""
+    assert check_decision(SNAP, JOBS, decision()) == []
+
+
+BROKEN = [
+    ("over-commit now", {"starts": (Start("B", ("n1",), StartKind.BACKFILL, "q", NOW + 600),
+                                    Start("C", ("n1",), StartKind.START, "q", NOW + 600))},
+     "over-committed"),
+    ("backfill delays the reservation",
+     {"starts": (Start("D", ("n1",), StartKind.BACKFILL, "q", NOW + 10_000),),
+      "pending": (Pending("C", "q", Reason.never_fits), Pending("B", "q", Reason.resources))},
+     "over-committed at 9000"),
+    ("reservation before its resources are free",
+     {"reservations": (Reservation("A", ("n1",), "q", 6060.0, 9660.0),)}, "over-committed"),
+    ("reservation in the past",
+     {"reservations": (Reservation("A", ("n1",), "q", NOW - 60, 12600.0),)}, "before now"),
+    ("start on a down node",
+     {"starts": (Start("B", ("n2",), StartKind.BACKFILL, "q", NOW + 600),)}, "down"),
+    ("start in another queue",
+     {"starts": (Start("B", ("n3",), StartKind.BACKFILL, "q", NOW + 600),)}, "of queue other"),
+    ("dropped job", {"pending": (Pending("C", "q", Reason.never_fits),)}, "answered ids"),
+    ("never_fits for a job that fits",
+     {"pending": (Pending("C", "q", Reason.never_fits), Pending("B", "q", Reason.never_fits),
+                  Pending("D", "q", Reason.resources)), "starts": ()}, "reported never_fits"),
+    ("impossible job reserved", {"pending": (Pending("D", "q", Reason.resources),),
+                                 "reservations": (
+        Reservation("A", ("n1",), "q", 9000.0, 12600.0),
+        Reservation("C", ("n1",), "q", 12600.0, 13200.0))}, "cannot run on any usable node"),
+    ("reservation off the grain",
+     {"reservations": (Reservation("A", ("n1",), "q", 9010.0, 12660.0),)}, "off the grain"),
+    ("backfill with no reservation", {"reservations": (),
+                                      "pending": (Pending("C", "q", Reason.never_fits),
+                                                  Pending("A", "q", Reason.resources),
+                                                  Pending("D", "q", Reason.resources))},
+     "holds no reservation"),
+    ("migrated job outranks a native one",
+     {"migrations": (Migration("A", "q", "q", "test"),)}, "migrated job ranks above"),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), [b[1:] for b in BROKEN],
+                         ids=[b[0] for b in BROKEN])
+def test_checker_catches(change: dict, expected: str) -> None:  # type: ignore[type-arg]
+    """Each broken decision yields a violation that names the problem."""
+    problems = check_decision(SNAP, JOBS, decision(**change))
+    assert any(expected in p for p in problems), problems
