@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from fastapi import FastAPI
 
 from app.api import errors
@@ -13,6 +15,9 @@ from schemas.schedule import ScheduleRequest
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    if settings.gc_gen0_threshold:
+        _, gen1, gen2 = gc.get_threshold()
+        gc.set_threshold(settings.gc_gen0_threshold, gen1, gen2)
     app = FastAPI(
         title="hpcsched",
         version="0.1.0",

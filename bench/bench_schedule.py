@@ -1,0 +1,142 @@
+"""Decision time of POST /schedule: in process and end to end over HTTP, by size and policy.
+
+    python bench/bench_schedule.py                    # the full matrix
+    python bench/bench_schedule.py --quick            # 1k/10k nodes x 1k/5k jobs
+    python bench/bench_schedule.py --nodes 10000 --jobs 5000 --profile easy
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import pstats
+import socket
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+import uvicorn
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.main import create_app  # noqa: E402
+from app.sched.registry import POLICIES, decide  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from bench.workload import cluster, pending, request_body  # noqa: E402
+
+console = Console(width=160)
+cli = typer.Typer(add_completion=False)
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
+
+
+def _median_ms(fn: Any, repeat: int) -> tuple[float, Any]:
+    result = fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), result
+
+
+class Server:
+    """A real uvicorn on a free loopback port, in a thread; stopped by `close()`."""
+
+    def __init__(self) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        config = uvicorn.Config(create_app(Settings(max_body_bytes=1 << 30)), host="127.0.0.1",
+                                port=self.port, log_level="warning")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 20
+        while not self.server.started and time.time() < deadline:
+            time.sleep(0.05)
+        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=300)
+
+    def post(self, raw: bytes) -> dict[str, Any]:
+        r = self.client.post("/schedule", content=raw,
+                             headers={"content-type": "application/json"})
+        r.raise_for_status()
+        return r.json()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.client.close()
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def _row(n: int, j: int, policy: str, repeat: int, server: Server | None) -> dict[str, Any]:
+    snap, jobs = cluster(n), pending(j)
+    decide_ms, d = _median_ms(lambda: decide(snap, jobs, policy), repeat)
+    row: dict[str, Any] = {"nodes": n, "running": len(snap.running), "jobs": j, "policy": policy,
+                           "decide_ms": decide_ms, "starts": d.summary.started,
+                           "backfills": d.summary.backfilled, "reserved": d.summary.reserved}
+    if server is not None:
+        raw = json.dumps(request_body(snap, jobs, policy)).encode()
+        http_ms, out = _median_ms(lambda: server.post(raw), repeat)
+        row.update(http_ms=http_ms, body_mb=len(raw) / 1e6, **{
+            f"{k}_ms": v for k, v in out["summary"]["timing_ms"].items() if k != "total"})
+    return row
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    cols = ["nodes", "running", "jobs", "policy", "decide_ms", "http_ms", "body_mb", "parse_ms",
+            "validate_ms", "schedule_ms", "starts", "backfills", "reserved"]
+    table = Table(title="POST /schedule decision time (median)")
+    for c in cols:
+        table.add_column(c, justify="left" if c == "policy" else "right")
+    for r in rows:
+        table.add_row(*[f"{r[c]:.1f}" if isinstance(r.get(c), float) else str(r.get(c, "-"))
+                        for c in cols])
+    return table
+
+
+@cli.command()
+def main(
+    nodes: str = typer.Option("1000,10000,50000", help="cluster sizes, comma-separated"),
+    jobs: str = typer.Option("1000,5000,20000", help="pending job counts, comma-separated"),
+    policies: str = typer.Option(",".join(POLICIES), help="policies, comma-separated"),
+    repeat: int = typer.Option(3, help="timed runs per cell (after one warm-up)"),
+    http: bool = typer.Option(True, help="also time end to end through uvicorn"),
+    quick: bool = typer.Option(False, help="1k/10k nodes x 1k/5k jobs"),
+    profile: str = typer.Option("", help="profile this policy on the first size instead"),
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
+) -> None:
+    sizes = [(n, j) for n in ([1000, 10000] if quick else _ints(nodes))
+             for j in ([1000, 5000] if quick else _ints(jobs))]
+    if profile:
+        snap, pend = cluster(sizes[0][0]), pending(sizes[0][1])
+        decide(snap, pend, profile)
+        cProfile.runctx("decide(snap, pend, profile)", globals(), locals(), "/tmp/bench.prof")
+        pstats.Stats("/tmp/bench.prof").sort_stats("tottime").print_stats(25)
+        return
+    server = Server() if http else None
+    rows = []
+    try:
+        cells = [(n, j, p) for n, j in sizes for p in policies.split(",")]
+        for n, j, p in track(cells, description="benchmarking", console=console):
+            rows.append(_row(n, j, p, repeat, server))
+    finally:
+        if server is not None:
+            server.close()
+    console.print(_table(rows))
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    cli()
