@@ -23,6 +23,9 @@ from app.sched.selectors import NodeView, Selector
 from app.sched.timeline import INF, Profile, align_up, release_time
 
 
+HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
+
+
 def _always(job: Job) -> bool:
     return True
 
@@ -198,6 +201,9 @@ class BackfillPass:
     ) -> tuple[float, np.ndarray] | None:
         """The earliest instant at which `job.nodes` of `nodes` all hold the job, and those."""
         n = job.nodes
+        if n == 1:  # the node free earliest; argmin keeps the lowest index on ties
+            p = int(np.argmin(times)) if len(times) else 0
+            return None if not len(times) or np.isinf(times[p]) else (float(times[p]), nodes[p:p + 1])
         finite = times[np.isfinite(times)]
         if len(finite) < n:
             return None
@@ -216,18 +222,31 @@ class BackfillPass:
         nodes, and only on those whose bound could beat the n-th best exact time.
         """
         n = job.nodes
-        bound = self.profile.first_cover(elig, job.demand)
+        bound = self.profile.first_cover(elig, job.demand, head=HEAD_COLUMNS)
         nodes = elig.nodes(np.arange(len(bound)))
+        partial = bound < 0  # not covered within the head: -bound is only a lower bound
         with np.errstate(invalid="ignore"):
             ends = np.ceil((bound + job.walltime_s) / self.grain) * self.grain
-        clear = self.profile.first_booking[nodes] >= ends
+        clear = ~partial & (self.profile.first_booking[nodes] >= ends)
         times = np.where(clear, bound, INF)
-        finite = times[np.isfinite(times)]
-        nth = np.partition(finite, n - 1)[n - 1] if len(finite) >= n else INF
-        doubt = np.flatnonzero(~clear & (bound < nth))
+        nth = self._nth(times, n)
+        more = np.flatnonzero(partial & (-bound < nth))
+        if len(more):  # search the rest of their instants
+            bound[more] = self.profile.first_cover_of(nodes[more], job.demand)
+            ends[more] = np.ceil((bound[more] + job.walltime_s) / self.grain) * self.grain
+            clear[more] = self.profile.first_booking[nodes[more]] >= ends[more]
+            times[more] = np.where(clear[more], bound[more], INF)
+            nth = self._nth(times, n)
+        doubt = np.flatnonzero(~clear & ~partial & (bound < nth))
+        doubt = np.union1d(doubt, more[~clear[more] & (bound[more] < nth)])
         if len(doubt):
             times[doubt] = self.profile.earliest_of(nodes[doubt], job.demand, job.walltime_s)
         return times, nodes
+
+    @staticmethod
+    def _nth(times: np.ndarray, n: int) -> float:
+        finite = times[np.isfinite(times)]
+        return float(np.partition(finite, n - 1)[n - 1]) if len(finite) >= n else INF
 
     def _feasible_at(
         self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray

@@ -91,15 +91,31 @@ class Profile:
         rows = np.arange(len(col))
         return np.where(feasible[rows, col], times[rows, col], INF)
 
-    def first_cover(self, elig: Eligible, d: Triple) -> np.ndarray:
+    def first_cover(self, elig: Eligible, d: Triple, head: int | None = None) -> np.ndarray:
         """Per eligible node, the first instant it has d free. Exact for nodes never booked,
-        whose free amounts only grow from now on; a lower bound for the others."""
+        whose free amounts only grow from now on; a lower bound for the others.
+
+        With `head`, only the first `head` instants are searched; a node not covered by then
+        gets minus the instant after them (a lower bound, negated to mark it as one).
+        """
         self._flush_eligible(elig)
-        w = self.width
-        covers = self._covers(lambda a: elig.take(a)[:, :w], d)
+        w = self.width if head is None else min(head, self.width)
+        return self._first_cover(lambda a: elig.take(a), d, w)
+
+    def first_cover_of(self, nodes: np.ndarray, d: Triple) -> np.ndarray:
+        self._flush_rows(nodes)
+        return self._first_cover(lambda a: a[nodes], d, self.width)
+
+    def _first_cover(self, take, d: Triple, w: int) -> np.ndarray:  # noqa: ANN001
+        covers = self._covers(lambda a: take(a)[:, :w], d)
         col = covers.argmax(axis=1)
         rows = np.arange(len(col))
-        return np.where(covers[rows, col], elig.take(self.times)[rows, col], INF)
+        times = take(self.times)
+        found = times[rows, col]
+        if w >= min(self.width, times.shape[1]):
+            return np.where(covers[rows, col], found, INF)
+        after = times[:, w]
+        return np.where(covers[rows, col], found, np.where(np.isinf(after), INF, -after))
 
     def holds_over(self, nodes: np.ndarray, d: Triple, t: float, end: float) -> np.ndarray:
         """For each of `nodes`, whether it holds d over the whole of [t, end)."""
@@ -140,11 +156,16 @@ class Profile:
         self.first_booking[x] = min(self.first_booking[x], start)
 
     def _flush_rows(self, nodes: np.ndarray) -> None:
-        if self.unflushed:
-            for x in nodes.tolist():
-                if x in self.unflushed:
-                    for t0, t1, d in self.unflushed.pop(x):
-                        self._apply(x, t0, t1, d)
+        if not self.unflushed:
+            return
+        if len(nodes) > len(self.unflushed):
+            wanted = set(nodes.tolist())
+            rows = [x for x in self.unflushed if x in wanted]
+        else:
+            rows = [x for x in nodes.tolist() if x in self.unflushed]
+        for x in rows:
+            for t0, t1, d in self.unflushed.pop(x):
+                self._apply(x, t0, t1, d)
 
     def _flush_eligible(self, elig: Eligible) -> None:
         """Fold the recorded changes of the eligible nodes: row by row if few, else one rebuild."""
@@ -214,7 +235,7 @@ class Profile:
             row = self.times[x]
         row[k + 1 :] = row[k:-1].copy()
         row[k] = t
-        self.width = max(self.width, int(np.searchsorted(row, INF)) + 1)
+        self.width = max(self.width, min(int(np.searchsorted(row, INF)) + 1, row.shape[0]))
         cum = self.cum[:, x, :]
         cum[:, k + 1 :] = cum[:, k:-1].copy()
         cum[:, k] = cum[:, k - 1]
