@@ -31,7 +31,7 @@ EXAMPLE = {
     "nodes": [
         {"id": "n1", "queue": "batch", "capacity": {"cpu": 32, "mem_mib": 128_000}},
         {"id": "n2", "queue": "batch", "capacity": {"cpu": 32, "mem_mib": 128_000}},
-        {"id": "g1", "queue": "batch", "labels": ["gpu"],
+        {"id": "n3", "queue": "batch", "labels": ["gpu"],
          "capacity": {"cpu": 16, "mem_mib": 256_000, "gpu": 4}},
     ],
     "running": [

@@ -34,8 +34,10 @@ def test_example_decision(client: Client) -> None:
     assert [(x["job_id"], x["node_ids"], x["start_time"]) for x in out["reservations"]] == [
         ("align", ["n1", "n2"], 1_700_003_640.0)
     ]
-    assert {s["job_id"]: s["kind"] for s in out["starts"]} == {"qc": "backfill",
-                                                               "gpu-call": "backfill"}
+    assert {s["job_id"]: (s["node_ids"], s["kind"]) for s in out["starts"]} == {
+        "qc": (["n2"], "backfill"),  # ends before the reservation on n2 begins
+        "gpu-call": (["n3"], "backfill"),
+    }
     assert out["summary"]["queue_load"] == {"batch": 0.4}
 
 

@@ -1,0 +1,32 @@
+"""The committed OpenAPI file is the one the app generates, and it documents the schedule call."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _generate() -> str:
+    spec = importlib.util.spec_from_file_location("gen", ROOT / "openapi" / "generate.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.spec_text()  # type: ignore[no-any-return]
+
+
+def test_openapi_file_is_current() -> None:
+    """Run `python openapi/generate.py` when this fails."""
+    assert (ROOT / "openapi" / "openapi.json").read_text() == _generate()
+
+
+def test_schedule_is_documented_with_a_working_example() -> None:
+    """POST /schedule has its request schema, an example body, and its error answers."""
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    op = spec["paths"]["/schedule"]["post"]
+    assert op["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/ScheduleRequest")
+    assert spec["components"]["schemas"]["ScheduleRequest"]["examples"]
+    assert {"200", "413", "422"} <= set(op["responses"])
