@@ -22,7 +22,6 @@ from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
 from app.sched.timeline import INF, Profile, align_up, release_time
 
-
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
 
 

@@ -210,3 +210,16 @@ def test_overrunning_job_frees_at_the_next_grain() -> None:
     snap = snapshot([node("n1")], [running("r1", {"n1": (4, 0, 0)}, NOW - 500)])
     d = decide(snap, [job("A", 1, 600, cpu=4)], "easy")
     assert reserved(d) == {"A": (("n1",), NOW + 60)}
+
+
+def test_priority_with_node_evaluation_reaches_the_cap_sooner() -> None:
+    """E from the best node (0.6·1·2.0 + 0.4·8192/1024 = 4.4) lifts 20 min of waiting over P_max."""
+    from app.sched.params import PriorityParams
+
+    snap = snapshot([node("n1")], [running("r1", {"n1": (4, 0, 0)}, 9000)])
+    jobs = [job("A", NOW - 1200, 600)]
+    auto = decide(snap, jobs, "priority", PriorityParams(resource_evaluation=None))
+    assert auto.priorities[0].factors["evaluation"] == pytest.approx(4.4)
+    assert set(reserved(auto)) == {"A"}
+    fixed = decide(snap, jobs, "priority", PriorityParams(resource_evaluation=1.0))
+    assert reserved(fixed) == {} and reasons(fixed) == {"A": Reason.resources}

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from app import service
-from app.api.errors import error_body
+from app.errors import InputError
 from schemas.common import ErrorBody
 from schemas.schedule import ScheduleRequest, ScheduleResponse
 
@@ -46,14 +46,5 @@ async def schedule(request: Request) -> ScheduleResponse:
     default path for multi-megabyte snapshots); the decision runs in the thread pool."""
     body = await request.body()
     if not body:
-        raise _empty()
+        raise InputError.single(("body",), "a JSON body is required", "missing")
     return await run_in_threadpool(_run, body)
-
-
-def _empty() -> Exception:
-    from app.errors import InputError
-
-    return InputError.single(("body",), "a JSON body is required", "missing")
-
-
-__all__ = ["error_body", "router"]

@@ -34,7 +34,8 @@ class BasePolicy:
         self.selector = SELECTORS[params.selector]()
 
     # --- what a policy overrides --------------------------------------------------------------
-    def rules(self, now: float) -> PassRules:
+    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+        """How the pass treats blocked jobs; `scores` are the priorities that ranked them."""
         return PassRules(reservation_depth=self.params.reservation_depth)
 
     def score(self, job: Job, now: float, cluster: ClusterIndex, view: NodeView) -> Scored:
@@ -50,7 +51,8 @@ class BasePolicy:
         ranked = rank([self.score(j, now, cluster, view) for j in balanced.jobs])
         depth = self.params.queue_depth
         result = BackfillPass(
-            cluster, profile, view, self.selector, self.rules(now), balanced.overloaded
+            cluster, profile, view, self.selector,
+            self.rules(now, {s.job.id: s for s in ranked}), balanced.overloaded
         ).run([s.job for s in ranked[:depth]])
         skipped = [
             Pending(s.job.id, s.job.queue, Reason.not_evaluated, None,

@@ -6,6 +6,7 @@ That job is reserved (so its estimated start is known); nothing behind it starts
 from __future__ import annotations
 
 from app.sched.backfill import PassRules
+from app.sched.order import Scored
 from app.sched.params import FcfsParams
 from app.sched.policies.base import BasePolicy
 
@@ -16,5 +17,5 @@ class FcfsPolicy(BasePolicy):
     NAME = NAME
     Params = FcfsParams
 
-    def rules(self, now: float) -> PassRules:
+    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
         return PassRules(reservation_depth=self.params.reservation_depth, stop_at_block=True)

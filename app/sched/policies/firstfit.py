@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from app.sched.backfill import PassRules
 from app.sched.model import Job
+from app.sched.order import Scored
 from app.sched.params import FirstfitParams
 from app.sched.policies.base import BasePolicy
 
@@ -18,7 +19,7 @@ class FirstfitPolicy(BasePolicy):
     NAME = NAME
     Params = FirstfitParams
 
-    def rules(self, now: float) -> PassRules:
+    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
         limit = self.params.starvation_s  # type: ignore[attr-defined]
 
         def starving(job: Job) -> bool:

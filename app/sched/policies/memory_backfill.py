@@ -7,6 +7,7 @@ the unreserved nodes that can hold it earliest; backfills go to the least loaded
 from __future__ import annotations
 
 from app.sched.backfill import PassRules
+from app.sched.order import Scored
 from app.sched.params import MemoryBackfillParams
 from app.sched.policies.base import BasePolicy
 
@@ -17,7 +18,7 @@ class MemoryBackfillPolicy(BasePolicy):
     NAME = NAME
     Params = MemoryBackfillParams
 
-    def rules(self, now: float) -> PassRules:
+    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
         return PassRules(
             reservation_depth=self.params.reservation_depth, one_reservation_per_node=True
         )

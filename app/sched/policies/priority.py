@@ -38,14 +38,14 @@ class PriorityPolicy(BasePolicy):
             e = _best_evaluation(job, cluster, view)
         return weighted_score(job, now, p, e)
 
-    def rules(self, now: float) -> PassRules:
+    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
         p = self.params
 
         def starving(job: Job) -> bool:
             if p.order != "weighted":
                 return True
-            raw = weighted_score(job, now, p, p.resource_evaluation or 1.0)
-            return raw.factors["capped"] > 0 or now - job.submit_time >= p.reserve_after_wait_s
+            capped = scores[job.id].factors["capped"] > 0
+            return capped or now - job.submit_time >= p.reserve_after_wait_s
 
         return PassRules(reservation_depth=p.reservation_depth, may_reserve=starving)
 
