@@ -90,8 +90,11 @@ def _node_errors(i: int, node: NodeIn, held: list[int] | None) -> list[ErrorDeta
     return out
 
 
-def check_snapshot(req: ScheduleRequest) -> None:
-    """Raise InputError listing every cross-field problem of the request."""
+def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
+    """Raise InputError listing every cross-field problem of the request.
+
+    Returns what the running jobs hold on each node, for `snapshot_from_wire`.
+    """
     errors = _duplicates((n.id for n in req.nodes), ("body", "nodes"), "node")
     errors += _duplicates((r.id for r in req.running), ("body", "running"), "running job")
     errors += _duplicates((p.id for p in req.pending), ("body", "pending"), "pending job")
@@ -109,6 +112,7 @@ def check_snapshot(req: ScheduleRequest) -> None:
         errors += _node_errors(i, node, held.get(node.id))
     if errors:
         raise InputError(errors)
+    return held
 
 
 def _node(n: NodeIn, held: dict[str, list[int]]) -> Node:
@@ -133,14 +137,10 @@ def job_from_wire(p: PendingJobIn) -> Job:
                frozenset(p.labels))
 
 
-def snapshot_from_wire(req: ScheduleRequest) -> tuple[Snapshot, list[Job]]:
-    held: dict[str, list[int]] = {}
-    for rj in req.running:
-        for a in rj.allocation:
-            acc = held.setdefault(a.node, [0, 0, 0])
-            acc[0] += a.cpu
-            acc[1] += a.mem_mib
-            acc[2] += a.gpu
+def snapshot_from_wire(
+    req: ScheduleRequest, held: dict[str, list[int]]
+) -> tuple[Snapshot, list[Job]]:
+    """The core's snapshot and jobs; `held` is what check_snapshot returned."""
     nodes = tuple(_node(n, held) for n in req.nodes)
     running = tuple(_running(r) for r in req.running)
     return Snapshot(req.now, nodes, running), [job_from_wire(p) for p in req.pending]

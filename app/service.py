@@ -12,8 +12,8 @@ from schemas.schedule import ScheduleRequest, ScheduleResponse
 def schedule(req: ScheduleRequest, parse_ms: float = 0.0) -> ScheduleResponse:
     """Check the request, decide, and report where the time went."""
     t0 = time.perf_counter()
-    check_snapshot(req)
-    snapshot, jobs = snapshot_from_wire(req)
+    held = check_snapshot(req)
+    snapshot, jobs = snapshot_from_wire(req, held)
     name, params = params_from_wire(req.policy)
     t1 = time.perf_counter()
     decision = decide(snapshot, jobs, name, params)
