@@ -22,6 +22,7 @@ from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
 from app.sched.timeline import INF, Profile, align_up, release_time
 
+MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
 
 
@@ -207,11 +208,24 @@ class BackfillPass:
         if len(finite) < n:
             return None
         nth = np.partition(finite, n - 1)[n - 1]
-        for t in np.unique(finite[finite >= nth]).tolist():
+        for t in np.unique(finite[finite >= nth])[:MAX_INSTANTS_TRIED].tolist():
             chosen = self._feasible_at(job, t, nodes, times)
             if chosen is not None:
                 return t, chosen
-        return None
+        return self._when_quiet(job, nodes, times)
+
+    def _when_quiet(
+        self, job: Job, nodes: np.ndarray, times: np.ndarray
+    ) -> tuple[float, np.ndarray] | None:
+        """The instant by which n nodes that can hold the job have no change left ahead of them:
+        past its last step a node's profile is flat, so it surely holds the job from then on."""
+        quiet = np.maximum(self.profile.last_step(nodes), times)
+        finite = np.flatnonzero(np.isfinite(quiet))
+        if len(finite) < job.nodes:
+            return None
+        best = finite[np.lexsort((finite, quiet[finite]))][: job.nodes]
+        start = float(align_up(float(quiet[best].max()), self.grain))
+        return start, np.sort(nodes[best])
 
     def _earliest_times(self, job: Job, elig: Eligible) -> tuple[np.ndarray, np.ndarray]:
         """Per eligible node, its earliest start for the job, exact where it can matter.
@@ -239,8 +253,20 @@ class BackfillPass:
         doubt = np.flatnonzero(~clear & ~partial & (bound < nth))
         doubt = np.union1d(doubt, more[~clear[more] & (bound[more] < nth)])
         if len(doubt):
-            times[doubt] = self.profile.earliest_of(nodes[doubt], job.demand, job.walltime_s)
+            self._exact_best_first(job, nodes, bound, times, doubt)
         return times, nodes
+
+    def _exact_best_first(self, job: Job, nodes: np.ndarray, bound: np.ndarray,
+                          times: np.ndarray, doubt: np.ndarray) -> None:
+        """Exact earliest starts for doubtful nodes, lowest bound first, in growing chunks,
+        until no remaining bound can beat the n-th best time found."""
+        order = doubt[np.argsort(bound[doubt], kind="stable")]
+        nth, i, chunk = self._nth(times, job.nodes), 0, max(32, 2 * job.nodes)
+        while i < len(order) and bound[order[i]] < nth:
+            part = order[i : i + chunk]
+            times[part] = self.profile.earliest_of(nodes[part], job.demand, job.walltime_s)
+            nth = self._nth(times, job.nodes)
+            i, chunk = i + chunk, 2 * chunk
 
     @staticmethod
     def _nth(times: np.ndarray, n: int) -> float:

@@ -117,6 +117,13 @@ class Profile:
         after = times[:, w]
         return np.where(covers[rows, col], found, np.where(np.isinf(after), INF, -after))
 
+    def last_step(self, nodes: np.ndarray) -> np.ndarray:
+        """For each node, its last instant of change (after it, what it has free stays put)."""
+        self._flush_rows(nodes)
+        times = self.times[nodes]
+        last = np.isfinite(times).sum(axis=1) - 1
+        return times[np.arange(len(nodes)), last]
+
     def holds_over(self, nodes: np.ndarray, d: Triple, t: float, end: float) -> np.ndarray:
         """For each of `nodes`, whether it holds d over the whole of [t, end)."""
         self._flush_rows(nodes)

@@ -43,3 +43,18 @@ def test_policy_keeps_every_invariant(name, case, common, depth, seed) -> None: 
 def _canonical(d):  # noqa: ANN001, ANN202
     return (d.starts, d.reservations, d.migrations, sorted(d.pending, key=lambda p: p.job_id),
             d.priorities, d.summary)
+
+
+@pytest.mark.parametrize("name", ["conservative", "priority", "easy"])
+@given(case=snapshots_and_jobs(), common=common_params())
+def test_sure_start_fallback_keeps_every_invariant(name, case, common) -> None:  # noqa: ANN001
+    """With no candidate instant tried, multi-node jobs take the 'quiet nodes' start: still sound."""
+    from unittest import mock
+
+    from app.sched import backfill
+
+    snap, jobs = case
+    params = params_for(name, common, None)
+    with mock.patch.object(backfill, "MAX_INSTANTS_TRIED", 0):
+        decision = decide(snap, jobs, name, params)
+    assert check_decision(snap, jobs, decision, params.time_grain_s) == []
