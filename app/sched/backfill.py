@@ -87,9 +87,7 @@ class BackfillPass:
             ids = tuple(self.cluster.ids[x] for x in nodes)
             self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
             return
-        if self._may_reserve(job) and self._reserve(job, elig):
-            pass
-        else:
+        if not (self._may_reserve(job) and self._reserve(job, elig)):
             self._wait(job, *self._blocked_reason(job, fits_free))
         if self.rules.stop_at_block:
             self.stopped[job.queue] = job.id
@@ -105,8 +103,8 @@ class BackfillPass:
             return Reason.queue_overloaded, f"queue {job.queue} is over its load threshold"
         return Reason.resources, "waiting for resources"
 
-    def _wait(self, job: Job, reason: Reason, detail: str, at: float | None = None) -> None:
-        self.out.pending.append(Pending(job.id, job.queue, reason, at, detail))
+    def _wait(self, job: Job, reason: Reason, detail: str) -> None:
+        self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
 
     def _never_reason(self, job: Job, elig: Eligible) -> Reason | None:
         shape = (elig.key, job.demand, job.nodes)
