@@ -1,9 +1,16 @@
-"""Policy name -> (params type, policy class). One line per policy."""
+"""Policy name -> (params type, policy class), DAG planner name -> class. One line each."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from app.sched.dag import best
+from app.sched.dag.critical import critical_path
+from app.sched.dag.graph import Compiled, compile_problem
+from app.sched.dag.heft import HeftPlanner
+from app.sched.dag.mdl import MdlPlanner
+from app.sched.dag.model import DagProblem, Plan
 from app.sched.model import Decision, Job, Snapshot
 from app.sched.params import CommonParams
 from app.sched.policies.base import BasePolicy
@@ -29,3 +36,28 @@ def decide(
     """The one scheduling function: every caller (HTTP, simulator, bench) goes through here."""
     params_type, policy_type = POLICIES[policy]
     return policy_type(params if params is not None else params_type()).decide(snapshot, pending)
+
+
+@dataclass(frozen=True, slots=True)
+class DagResult:
+    compiled: Compiled
+    plan: Plan
+    makespans: dict[str, float]  # per planner run: one entry, or every planner for `best`
+    critical: list[int]  # task indices, first to last
+
+
+DAG_PLANNERS: dict[str, type[MdlPlanner] | type[HeftPlanner]] = {
+    MdlPlanner.NAME: MdlPlanner, HeftPlanner.NAME: HeftPlanner,
+}
+DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
+
+
+def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False) -> DagResult:
+    """The one DAG planning function: compile, plan with one planner (or all, for `best`), analyse."""
+    c = compile_problem(problem)
+    if algorithm == best.NAME:
+        plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain)
+    else:
+        plan = DAG_PLANNERS[algorithm]().plan(c, explain)
+        spans = {algorithm: best.makespan(plan, problem.now)}
+    return DagResult(c, plan, spans, critical_path(c, plan.placements))
