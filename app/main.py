@@ -8,8 +8,10 @@ from fastapi import FastAPI
 
 from app.api import errors
 from app.api.limits import BodyLimit
-from app.api.routes import health, schedule
+from app.api.routes import dag, health, schedule
 from app.settings import Settings, get_settings
+from app.store.plans import plan_store
+from schemas.dag import DagPlanRequest
 from schemas.schedule import ScheduleRequest
 
 
@@ -25,8 +27,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         "migrations, each with a reason.",
     )
     app.state.settings = settings
+    app.state.plans = plan_store(settings.redis_url)
     errors.install(app)
     app.include_router(schedule.router)
+    app.include_router(dag.router)
     app.include_router(health.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     _register_request_schema(app)
@@ -34,17 +38,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _register_request_schema(app: FastAPI) -> None:
-    """The schedule route reads raw bytes, so its body schema is added to the OpenAPI by hand."""
+    """The schedule and DAG routes read raw bytes, so their body schemas are added to the OpenAPI by hand."""
     original = app.openapi
 
     def openapi() -> dict:  # type: ignore[type-arg]
         if app.openapi_schema:
             return app.openapi_schema
         spec = original()
-        defs = ScheduleRequest.model_json_schema(ref_template="#/components/schemas/{model}")
         components = spec.setdefault("components", {}).setdefault("schemas", {})
-        components.update(defs.pop("$defs", {}))
-        components["ScheduleRequest"] = defs
+        for model in (ScheduleRequest, DagPlanRequest):
+            defs = model.model_json_schema(ref_template="#/components/schemas/{model}")
+            components.update(defs.pop("$defs", {}))
+            components[model.__name__] = defs
         app.openapi_schema = spec
         return spec
 

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 from app.convert import check_snapshot, decision_to_wire, params_from_wire, snapshot_from_wire
+from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
+from app.errors import NotFoundError, StoreUnavailableError
 from app.sched.registry import decide
+from app.sched.registry import plan_dag as run_planner
+from app.store.plans import PlanStore
+from schemas.dag import DagPlanRequest, DagPlanResponse
 from schemas.schedule import ScheduleRequest, ScheduleResponse
 
 
@@ -21,3 +27,32 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0) -> ScheduleResponse:
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "schedule": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())
     return decision_to_wire(decision, name, timing)
+
+
+def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: int,
+             parse_ms: float = 0.0) -> DagPlanResponse:
+    """Check, plan, and keep the plan for polling. A plan that cannot be kept is still answered,
+    with no plan_id and a warning saying why."""
+    t0 = time.perf_counter()
+    problem, warnings = problem_from_wire(req, limits)
+    t1 = time.perf_counter()
+    result = run_planner(problem, req.algorithm, req.explain)
+    t2 = time.perf_counter()
+    timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3}
+    timing["total"] = sum(timing.values())
+    resp = plan_to_wire(req, result, timing, warnings)
+    plan_id = uuid.uuid4().hex
+    resp.plan_id, resp.expires_in_s = plan_id, ttl_s
+    try:
+        store.save(plan_id, resp.model_dump_json().encode(), ttl_s)
+    except StoreUnavailableError as exc:
+        resp.plan_id, resp.expires_in_s = None, None
+        resp.warnings.append(f"the plan was not kept, GET cannot return it: {exc}")
+    return resp
+
+
+def get_plan(store: PlanStore, plan_id: str) -> DagPlanResponse:
+    body = store.load(plan_id)
+    if body is None:
+        raise NotFoundError(f"no plan {plan_id!r}: it never existed or it expired")
+    return DagPlanResponse.model_validate_json(body)

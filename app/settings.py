@@ -16,6 +16,10 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("HPCSCHED_REDIS_URL", "REDIS_URL")
     )
     log_level: str = "info"
+    plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")
+    dag_max_tasks: int = Field(20_000, ge=1, description="larger workflows get 422")
+    dag_max_cells: int = Field(
+        4_000_000, ge=1, description="tasks × groups above this get 422 (the planners keep matrices of it)")
     gc_gen0_threshold: int = Field(
         200_000, ge=0, description="Python GC generation-0 threshold; 0 keeps Python's default. "
         "A big snapshot allocates ~10^5 objects; the default (700) spends a third of the "

@@ -15,7 +15,9 @@ def makespan(plan: Plan, now: float) -> float:
     return max((p.finish - now for p in plan.placements if p.status != TaskStatus.DONE), default=0.0)
 
 
-def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False) -> tuple[Plan, dict[str, float]]:
+def best_plan(
+    c: Compiled, planners: Mapping[str, object], explain: bool = False
+) -> tuple[Plan, dict[str, float]]:
     plans = {name: p.plan(c, explain) for name, p in planners.items()}  # type: ignore[attr-defined]
     spans = {name: makespan(plan, c.problem.now) for name, plan in plans.items()}
     winner = min(spans, key=lambda name: spans[name])  # first of equals wins: dict order

@@ -131,7 +131,9 @@ def compile_problem(problem: DagProblem) -> Compiled:
                     _static_levels(mean_cost, succs, topo))
 
 
-def _static_levels(mean_cost: np.ndarray, succs: list[list[tuple[int, float]]], topo: list[int]) -> np.ndarray:
+def _static_levels(
+    mean_cost: np.ndarray, succs: list[list[tuple[int, float]]], topo: list[int]
+) -> np.ndarray:
     level = mean_cost.astype(float)
     for u in reversed(topo):
         if succs[u]:

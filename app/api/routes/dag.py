@@ -1,0 +1,72 @@
+"""POST /dag/plan and GET /dag/plan/{plan_id}."""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from app import service
+from app.convert_dag import DagLimits
+from app.errors import InputError
+from app.gantt import gantt_svg
+from app.settings import Settings
+from schemas.common import ErrorBody
+from schemas.dag import DagPlanRequest, DagPlanResponse
+
+router = APIRouter()
+
+ERRORS = {
+    413: {"model": ErrorBody, "description": "Body over the configured size limit"},
+    422: {"model": ErrorBody, "description": "Invalid workflow: every bad field named in `loc`"},
+}
+
+
+def _run(body: bytes, request: Request) -> DagPlanResponse:
+    settings: Settings = request.app.state.settings
+    t0 = time.perf_counter()
+    req = DagPlanRequest.model_validate_json(body)
+    parse_ms = (time.perf_counter() - t0) * 1e3
+    limits = DagLimits(settings.dag_max_tasks, settings.dag_max_cells)
+    return service.plan_dag(req, request.app.state.plans, limits, settings.plan_ttl_s, parse_ms)
+
+
+@router.post(
+    "/dag/plan",
+    response_model=DagPlanResponse,
+    responses=ERRORS,  # type: ignore[arg-type]
+    summary="Plan a workflow (DAG) on resource service groups: MDL, HEFT or the better of the two",
+    openapi_extra={"requestBody": {
+        "required": True,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DagPlanRequest"}}},
+    }},
+)
+async def plan(request: Request) -> DagPlanResponse:
+    """The body is either native `tasks` + `edges` + `groups`, or a WfFormat 1.5 `workflow`. The plan
+    is kept for `plan_ttl_s` seconds under the returned `plan_id`."""
+    body = await request.body()
+    if not body:
+        raise InputError.single(("body",), "a JSON body is required", "missing")
+    return await run_in_threadpool(_run, body, request)
+
+
+@router.get(
+    "/dag/plan/{plan_id}",
+    response_model=DagPlanResponse,
+    responses={
+        200: {"content": {"image/svg+xml": {}},
+              "description": "The plan, or its Gantt chart with format=svg"},
+        404: {"model": ErrorBody, "description": "No such plan, or it expired"},
+        503: {"model": ErrorBody, "description": "The plan cache (Redis) cannot be reached"},
+    },
+    summary="A plan made earlier, as JSON or as an SVG Gantt chart",
+)
+def get_plan(request: Request, plan_id: str,
+             format: Literal["json", "svg"] = Query("json", description="svg: a Gantt chart")) -> Response:
+    plan = service.get_plan(request.app.state.plans, plan_id)
+    if format == "svg":
+        return Response(gantt_svg(plan), media_type="image/svg+xml")
+    return Response(plan.model_dump_json(), media_type="application/json")

@@ -1,0 +1,1 @@
+"""Stores: they keep and return what the service hands them, and decide nothing."""

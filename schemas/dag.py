@@ -1,0 +1,189 @@
+"""POST /dag/plan: a workflow (native tasks and edges, or a WfCommons WfFormat 1.5 instance) and the
+resource service groups in; a plan (group, slot, start and finish of every task) out."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.common import Strict
+
+
+class TaskState(StrEnum):
+    pending = "pending"
+    running = "running"
+    done = "done"
+
+
+class TaskIn(Strict):
+    id: str = Field(..., min_length=1)
+    work: float | None = Field(
+        None, ge=0, description="seconds on a group of speed 1; give `work` or `costs`, not both")
+    costs: dict[str, float] | None = Field(
+        None, description="seconds on each group that can run it (group id -> seconds); "
+        "groups not named cannot run it")
+    requires: list[str] = Field(
+        default_factory=list, description="libraries/labels a group must have to run it (with `work`)")
+    status: TaskState = TaskState.pending
+    group: str | None = Field(None, description="where it ran or runs (running and done tasks)")
+    start: float | None = Field(None, description="actual start (running; optional for done)")
+    finish: float | None = Field(None, description="actual finish (done)")
+
+
+class EdgeIn(Strict):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    source: str = Field(..., alias="from", min_length=1)
+    target: str = Field(..., alias="to", min_length=1)
+    data: float = Field(0.0, ge=0, description="bytes sent from `from` to `to`")
+
+
+class GroupIn(Strict):
+    id: str = Field(..., min_length=1)
+    speed: float = Field(1.0, gt=0, description="work units per second")
+    labels: list[str] = Field(default_factory=list, description="libraries/labels it offers")
+    free_at: float | None = Field(None, description="when it is next free; default: now")
+    slots: int = Field(1, ge=1, le=4096, description="tasks it runs at once")
+
+
+class LinkIn(Strict):
+    a: str = Field(..., min_length=1)
+    b: str = Field(..., min_length=1)
+    bandwidth: float = Field(..., gt=0, description="bytes per second, both ways")
+    latency: float = Field(0.0, ge=0, description="seconds")
+
+
+class NetworkIn(Strict):
+    bandwidth: float = Field(1.25e8, gt=0, description="bytes per second between two groups")
+    latency: float = Field(0.0, ge=0, description="seconds per transfer between two groups")
+    links: list[LinkIn] = Field(default_factory=list, description="per-pair overrides")
+
+
+class Foreign(BaseModel):
+    """WfFormat is another project's format: the fields listed are read, the others are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class WfFile(Foreign):
+    id: str
+    sizeInBytes: float = Field(0, ge=0)
+
+
+class WfSpecTask(Foreign):
+    id: str = Field(..., min_length=1)
+    parents: list[str] = Field(default_factory=list)
+    children: list[str] = Field(default_factory=list)
+    inputFiles: list[str] = Field(default_factory=list)
+    outputFiles: list[str] = Field(default_factory=list)
+
+
+class WfSpecification(Foreign):
+    tasks: list[WfSpecTask]
+    files: list[WfFile] = Field(default_factory=list)
+
+
+class WfExecTask(Foreign):
+    id: str
+    runtimeInSeconds: float = Field(..., ge=0)
+
+
+class WfCpu(Foreign):
+    coreCount: int = Field(1, ge=1)
+
+
+class WfMachine(Foreign):
+    nodeName: str = Field(..., min_length=1)
+    cpu: WfCpu = WfCpu()
+
+
+class WfExecution(Foreign):
+    tasks: list[WfExecTask]
+    machines: list[WfMachine] = Field(default_factory=list)
+
+
+class WfWorkflow(Foreign):
+    specification: WfSpecification
+    execution: WfExecution
+
+
+class WfInstance(Foreign):
+    """A WfCommons WfFormat 1.5 instance (https://github.com/wfcommons/WfFormat). A task's `work` is its
+    recorded `runtimeInSeconds` (speed 1 = the machine it was recorded on); an edge's data is the total
+    size of the files the parent writes and the child reads."""
+
+    schemaVersion: Literal["1.5"]
+    name: str = ""
+    workflow: WfWorkflow
+
+
+class ProgressIn(Strict):
+    """Replanning a WfFormat workflow: what already ran."""
+
+    id: str = Field(..., min_length=1)
+    status: Literal["running", "done"]
+    group: str = Field(..., min_length=1)
+    start: float | None = None
+    finish: float | None = None
+
+
+class DagPlanRequest(Strict):
+    now: float = Field(0.0, description="plan start; nothing pending starts before it")
+    tasks: list[TaskIn] | None = Field(None, description="the workflow's tasks (or give `workflow`)")
+    edges: list[EdgeIn] = Field(default_factory=list)
+    workflow: WfInstance | None = Field(None, description="a WfFormat 1.5 instance instead of tasks/edges")
+    progress: list[ProgressIn] = Field(
+        default_factory=list, description="with `workflow`: tasks already running or done")
+    groups: list[GroupIn] | None = Field(
+        None, description="resource service groups; with `workflow` the default is one group per "
+        "recorded machine, one slot per core, speed 1")
+    network: NetworkIn = NetworkIn()
+    algorithm: Literal["mdl", "heft", "best"] = "mdl"
+    explain: bool = Field(
+        False, description="return each choice with its MDL (or finish time) and the runner-up")
+
+
+class RunnerUpOut(BaseModel):
+    task: str
+    group: str
+    score: float
+
+
+class StepOut(BaseModel):
+    task: str
+    group: str
+    score: float = Field(
+        ..., description="MDL of the pair (mdl, larger wins) or finish time (heft, smaller wins)")
+    start: float
+    runner_up: RunnerUpOut | None = None
+
+
+class TaskPlanOut(BaseModel):
+    id: str
+    group: str
+    slot: int | None = Field(None, description="which of the group's slots; unknown for done tasks")
+    start: float
+    finish: float
+    status: Literal["planned", "running", "done"]
+    static_level: float
+    critical: bool
+
+
+class DagPlanResponse(BaseModel):
+    plan_id: str | None = Field(
+        None, description="GET /dag/plan/{plan_id} returns this plan until it expires")
+    expires_in_s: int | None = None
+    algorithm: str = Field(..., description="what was asked")
+    used: str = Field(..., description="the planner whose plan this is (differs from `algorithm` for best)")
+    now: float
+    makespan: float = Field(..., description="latest finish of the running and planned tasks − now")
+    finish: float = Field(..., description="latest finish of any task")
+    makespans: dict[str, float] = Field(..., description="makespan of each planner run")
+    tasks: list[TaskPlanOut]
+    groups: list[str]
+    critical_path: list[str]
+    steps: list[StepOut] | None = None
+    warnings: list[str] = Field(default_factory=list)
+    timing_ms: dict[str, float] = Field(default_factory=dict)
