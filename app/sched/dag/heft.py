@@ -16,6 +16,7 @@ from app.sched.dag.model import Plan, Step, TaskStatus
 from app.sched.dag.state import PlanState
 
 NAME = "heft"
+Option = tuple[float, int, int, float]  # (finish, group, slot, start)
 
 
 def mean_transfer(c: Compiled) -> tuple[float, float]:
@@ -49,36 +50,35 @@ class HeftPlanner:
         for v in pending:
             ready = state.arrival(v)
             options = self._options(state, v, ready, prune=not explain)
-            eft, r, k = options[0]
-            duration = float(c.cost[v, r])
-            state.place(v, r, k, eft - duration)
+            _, r, k, start = options[0]
+            state.place(v, r, k, start)
             if explain:
-                steps.append(_step(v, options, eft - duration))
+                steps.append(_step(v, options))
         return Plan(NAME, state.result(), steps)
 
     @staticmethod
-    def _options(state: PlanState, v: int, ready: np.ndarray, prune: bool) -> list[tuple[float, int, int]]:
-        """(finish, group, slot), best first: the best slot of each group tried; with `prune`, groups
+    def _options(state: PlanState, v: int, ready: np.ndarray, prune: bool) -> list[Option]:
+        """(finish, group, slot, start), best first: the best slot of each group tried; with `prune`, groups
         whose earliest possible finish (data arrival + cost) cannot beat the best found are skipped."""
         cost = state.c.cost[v]
         bound = ready + cost
-        found: list[tuple[float, int, int]] = []
+        found: list[Option] = []
         for r in np.argsort(bound, kind="stable"):
             r = int(r)
             if not np.isfinite(bound[r]) or (prune and found and bound[r] > found[0][0]):
                 break
             d = float(cost[r])
-            best = min((lane.earliest(float(ready[r]), d) + d, r, k)
-                       for k, lane in enumerate(state.lanes[r]))
+            starts = [lane.earliest(float(ready[r]), d) for lane in state.lanes[r]]
+            best = min((t + d, r, k, t) for k, t in enumerate(starts))
             found.append(best)
             found.sort()
         return found
 
 
-def _step(v: int, options: list[tuple[float, int, int]], start: float) -> Step:
+def _step(v: int, options: list[Option]) -> Step:
     """The chosen group and the best other group, scored by finish time."""
-    eft, r, _ = options[0]
+    eft, r, _, start = options[0]
     if len(options) < 2:
         return Step(v, r, eft, start)
-    alt_eft, alt_r, _ = options[1]
+    alt_eft, alt_r, _, _ = options[1]
     return Step(v, r, eft, start, v, alt_r, alt_eft)

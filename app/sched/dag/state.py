@@ -40,7 +40,10 @@ class Lane:
         return t
 
     def book(self, task: int, start: float, finish: float) -> None:
+        """Insert keeping (start, finish) order, so a zero-length task at t sorts before one from t on."""
         i = bisect_right(self.starts, start)
+        while self.starts[i - 1] == start and self.finishes[i - 1] > finish:
+            i -= 1
         self.starts.insert(i, start)
         self.finishes.insert(i, finish)
         self.tasks.insert(i, task)
