@@ -9,7 +9,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="HPCSCHED_")
+    model_config = SettingsConfigDict(env_prefix="HPCSCHED_", populate_by_name=True)
 
     max_body_bytes: int = Field(64 * 1024 * 1024, ge=1, description="larger bodies get 413")
     redis_url: str | None = Field(

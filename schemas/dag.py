@@ -129,7 +129,35 @@ class ProgressIn(Strict):
     finish: float | None = None
 
 
+EXAMPLE = {
+    "now": 0,
+    "tasks": [
+        {"id": "split", "work": 30},
+        {"id": "align_1", "work": 600, "requires": ["bwa"]},
+        {"id": "align_2", "work": 650, "requires": ["bwa"]},
+        {"id": "call", "work": 400, "requires": ["gatk"]},
+        {"id": "report", "costs": {"login": 20, "bio-a": 30}},
+    ],
+    "edges": [
+        {"from": "split", "to": "align_1", "data": 2.0e9},
+        {"from": "split", "to": "align_2", "data": 2.0e9},
+        {"from": "align_1", "to": "call", "data": 5.0e8},
+        {"from": "align_2", "to": "call", "data": 5.0e8},
+        {"from": "call", "to": "report", "data": 1.0e7},
+    ],
+    "groups": [
+        {"id": "bio-a", "speed": 1.0, "labels": ["bwa", "gatk"], "slots": 2},
+        {"id": "bio-b", "speed": 1.5, "labels": ["bwa"]},
+        {"id": "login", "speed": 1.0},
+    ],
+    "network": {"bandwidth": 1.25e8, "latency": 0.001},
+    "algorithm": "best",
+}
+
+
 class DagPlanRequest(Strict):
+    model_config = {"extra": "forbid", "json_schema_extra": {"examples": [EXAMPLE]}}
+
     now: float = Field(0.0, description="plan start; nothing pending starts before it")
     tasks: list[TaskIn] | None = Field(None, description="the workflow's tasks (or give `workflow`)")
     edges: list[EdgeIn] = Field(default_factory=list)

@@ -27,7 +27,8 @@ def seed_problem() -> DagProblem:
 
 def table(result) -> dict[str, tuple[str, float, float]]:  # type: ignore[no-untyped-def]
     p = result.compiled.problem
-    return {p.tasks[pl.task].id: (p.groups[pl.group].id, pl.start, pl.finish) for pl in result.plan.placements}
+    return {p.tasks[pl.task].id: (p.groups[pl.group].id, pl.start, pl.finish)
+            for pl in result.plan.placements}
 
 
 def test_seed_shape_static_levels() -> None:

@@ -60,7 +60,10 @@ def test_incremental_mdl_equals_the_spec(p: DagProblem) -> None:
     assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
 
 
-@given(dag_problems(), st.sampled_from(["mdl", "heft"]), st.floats(0.0, 1.0), st.sampled_from(["mdl", "heft"]))
+PLANNERS = st.sampled_from(["mdl", "heft"])
+
+
+@given(dag_problems(), PLANNERS, st.floats(0.0, 1.0), PLANNERS)
 def test_replanning_keeps_the_past(p: DagProblem, first: str, cut: float, second: str) -> None:
     plan = plan_dag(p, first).plan.placements
     span = max(pl.finish for pl in plan)
