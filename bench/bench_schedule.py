@@ -10,26 +10,19 @@ from __future__ import annotations
 import cProfile
 import json
 import pstats
-import socket
-import statistics
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
-import uvicorn
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.main import create_app  # noqa: E402
 from app.sched.registry import POLICIES, decide  # noqa: E402
-from app.settings import Settings  # noqa: E402
+from bench.common import Server, calibration_line, median_ms  # noqa: E402
 from bench.workload import cluster, pending, request_body  # noqa: E402
 
 console = Console(width=160)
@@ -40,54 +33,15 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x]
 
 
-def _median_ms(fn: Any, repeat: int) -> tuple[float, Any]:
-    result = fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        result = fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), result
-
-
-class Server:
-    """A real uvicorn on a free loopback port, in a thread; stopped by `close()`."""
-
-    def __init__(self) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        config = uvicorn.Config(create_app(Settings(max_body_bytes=1 << 30)), host="127.0.0.1",
-                                port=self.port, log_level="warning")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.time() + 20
-        while not self.server.started and time.time() < deadline:
-            time.sleep(0.05)
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=300)
-
-    def post(self, raw: bytes) -> dict[str, Any]:
-        r = self.client.post("/schedule", content=raw,
-                             headers={"content-type": "application/json"})
-        r.raise_for_status()
-        return r.json()  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        self.client.close()
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
 def _row(n: int, j: int, policy: str, repeat: int, server: Server | None) -> dict[str, Any]:
     snap, jobs = cluster(n), pending(j)
-    decide_ms, d = _median_ms(lambda: decide(snap, jobs, policy), repeat)
+    decide_ms, d = median_ms(lambda: decide(snap, jobs, policy), repeat)
     row: dict[str, Any] = {"nodes": n, "running": len(snap.running), "jobs": j, "policy": policy,
                            "decide_ms": decide_ms, "starts": d.summary.started,
                            "backfills": d.summary.backfilled, "reserved": d.summary.reserved}
     if server is not None:
         raw = json.dumps(request_body(snap, jobs, policy)).encode()
-        http_ms, out = _median_ms(lambda: server.post(raw), repeat)
+        http_ms, out = median_ms(lambda: server.post("/schedule", raw), repeat)
         row.update(http_ms=http_ms, body_mb=len(raw) / 1e6, **{
             f"{k}_ms": v for k, v in out["summary"]["timing_ms"].items() if k != "total"})
     return row
@@ -134,6 +88,7 @@ def main(
         if server is not None:
             server.close()
     console.print(_table(rows))
+    console.print(calibration_line())
     if json_out:
         json_out.write_text(json.dumps(rows, indent=1))
 

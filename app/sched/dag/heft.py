@@ -16,7 +16,6 @@ from app.sched.dag.model import Plan, Step, TaskStatus
 from app.sched.dag.state import PlanState
 
 NAME = "heft"
-Option = tuple[float, int, int, float]  # (finish, group, slot, start)
 
 
 def mean_transfer(c: Compiled) -> tuple[float, float]:
@@ -46,39 +45,59 @@ class HeftPlanner:
         position = {v: i for i, v in enumerate(c.topo)}
         pending = [v for v, t in enumerate(c.problem.tasks) if t.status == TaskStatus.PENDING]
         pending.sort(key=lambda v: (-rank[v], position[v]))
+        lanes = Lanes(state)
         steps: list[Step] = []
         for v in pending:
-            ready = state.arrival(v)
-            options = self._options(state, v, ready, prune=not explain)
-            _, r, k, start = options[0]
-            state.place(v, r, k, start)
+            start, finish = lanes.earliest_finish(state.arrival(v), c.cost[v], exact=explain)
+            i = int(np.argmin(finish))  # lanes run group by group, slot by slot: ties go to the lower
+            r = int(lanes.group[i])
+            state.place(v, r, int(lanes.slot[i]), float(start[i]))
+            lanes.refresh(i)
             if explain:
-                steps.append(_step(v, options))
+                steps.append(_step(v, r, float(start[i]), finish, lanes.group))
         return Plan(NAME, state.result(), steps)
 
-    @staticmethod
-    def _options(state: PlanState, v: int, ready: np.ndarray, prune: bool) -> list[Option]:
-        """(finish, group, slot, start), best first: the best slot of each group tried; with `prune`, groups
-        whose earliest possible finish (data arrival + cost) cannot beat the best found are skipped."""
-        cost = state.c.cost[v]
-        bound = ready + cost
-        found: list[Option] = []
-        for r in np.argsort(bound, kind="stable"):
-            r = int(r)
-            if not np.isfinite(bound[r]) or (prune and found and bound[r] > found[0][0]):
-                break
-            d = float(cost[r])
-            starts = [lane.earliest(float(ready[r]), d) for lane in state.lanes[r]]
-            best = min((t + d, r, k, t) for k, t in enumerate(starts))
-            found.append(best)
-            found.sort()
-        return found
+
+class Lanes:
+    """Every slot of every group side by side, so the plain append case is one vector operation and
+    only the slots with a long enough idle gap before their tail are searched one by one."""
+
+    def __init__(self, state: PlanState) -> None:
+        self.flat = [lane for lanes in state.lanes for lane in lanes]
+        self.group = np.array([r for r, lanes in enumerate(state.lanes) for _ in lanes], dtype=np.int64)
+        self.slot = np.array([k for lanes in state.lanes for k in range(len(lanes))], dtype=np.int64)
+        self.tail = np.array([lane.tail for lane in self.flat])
+        self.max_gap = np.array([lane.max_gap for lane in self.flat])
+
+    def refresh(self, i: int) -> None:
+        self.tail[i], self.max_gap[i] = self.flat[i].tail, self.flat[i].max_gap
+
+    def earliest_finish(
+        self, arrival: np.ndarray, cost: np.ndarray, exact: bool
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(start, finish) per lane. Without `exact`, a lane whose earliest possible finish (data
+        arrival + cost) cannot beat the best found keeps its append-at-the-tail time (an upper bound)."""
+        ready, d = arrival[self.group], cost[self.group]
+        start = np.maximum(ready, self.tail)
+        finish = start + d
+        maybe = np.flatnonzero((self.max_gap >= d) & (ready < self.tail))
+        if maybe.size:
+            bound = ready[maybe] + d[maybe]
+            best = finish.min()
+            for i in maybe[np.argsort(bound, kind="stable")]:
+                if not exact and ready[i] + d[i] > best:
+                    break
+                start[i] = self.flat[i].earliest(float(ready[i]), float(d[i]))
+                finish[i] = start[i] + d[i]
+                best = min(best, finish[i])
+        return start, finish
 
 
-def _step(v: int, options: list[Option]) -> Step:
+def _step(v: int, r: int, start: float, finish: np.ndarray, group: np.ndarray) -> Step:
     """The chosen group and the best other group, scored by finish time."""
-    eft, r, _, start = options[0]
-    if len(options) < 2:
-        return Step(v, r, eft, start)
-    alt_eft, alt_r, _, _ = options[1]
-    return Step(v, r, eft, start, v, alt_r, alt_eft)
+    chosen = float(finish[group == r].min())
+    others = np.where(group != r, finish, np.inf)
+    if not np.isfinite(others.min()):
+        return Step(v, r, chosen, start)
+    j = int(np.argmin(others))
+    return Step(v, r, chosen, start, v, int(group[j]), float(others[j]))

@@ -1,8 +1,8 @@
 """The planning state both planners share: where and when each task is placed, the groups' slots
 (lanes) and which tasks are ready.
 
-A lane is one slot of a group: its busy intervals, sorted and disjoint. It starts with one blocked
-prefix up to `max(now, free_at)`, or the expected end of a task already running there.
+A lane is one slot of a group. It is idle from `max(now, free_at)`, or from the expected end of a
+task already running there.
 """
 
 from __future__ import annotations
@@ -16,37 +16,54 @@ from app.sched.dag.model import Placement, TaskStatus
 
 
 class Lane:
-    __slots__ = ("starts", "finishes", "tasks")
+    """One slot of a group, kept as its idle gaps: sorted, disjoint, the last one open-ended.
+
+    Keeping the gaps rather than the bookings makes insertion cheap: back-to-back tasks leave no gap,
+    so a search walks the few holes, not every booking, and `max_gap` says when there is none to try.
+    """
+
+    __slots__ = ("gap_starts", "gap_ends", "max_gap")
 
     def __init__(self, free_from: float) -> None:
-        self.starts: list[float] = [-np.inf]
-        self.finishes: list[float] = [free_from]
-        self.tasks: list[int] = [-1]
+        self.gap_starts: list[float] = [free_from]
+        self.gap_ends: list[float] = [np.inf]
+        self.max_gap = 0.0  # longest closed gap
 
     @property
     def tail(self) -> float:
-        return self.finishes[-1]
+        """Start of the open-ended gap: free from then on."""
+        return self.gap_starts[-1]
+
+    def hold_until(self, t: float) -> None:
+        """Busy until t (a task already running here); only before anything is booked."""
+        self.gap_starts[0] = max(self.gap_starts[0], t)
 
     def earliest(self, ready: float, duration: float) -> float:
-        """Earliest start >= ready of a gap of `duration` seconds (insertion between bookings)."""
-        t = ready
-        i = bisect_right(self.finishes, t)
-        starts, finishes = self.starts, self.finishes
-        while i < len(starts):
-            if t + duration <= starts[i]:
+        """Earliest start >= ready of an idle stretch of `duration` seconds."""
+        if duration > self.max_gap or ready >= self.tail:
+            return max(ready, self.tail)
+        starts, ends = self.gap_starts, self.gap_ends
+        i = bisect_right(ends, ready)
+        while True:
+            t = max(starts[i], ready)
+            if t + duration <= ends[i]:
                 return t
-            t = max(t, finishes[i])
             i += 1
-        return t
 
-    def book(self, task: int, start: float, finish: float) -> None:
-        """Insert keeping (start, finish) order, so a zero-length task at t sorts before one from t on."""
-        i = bisect_right(self.starts, start)
-        while self.starts[i - 1] == start and self.finishes[i - 1] > finish:
-            i -= 1
-        self.starts.insert(i, start)
-        self.finishes.insert(i, finish)
-        self.tasks.insert(i, task)
+    def book(self, start: float, finish: float) -> None:
+        if finish <= start:
+            return  # a zero-length task takes no time from anyone
+        i = bisect_right(self.gap_starts, start) - 1
+        g0, g1 = self.gap_starts[i], self.gap_ends[i]
+        assert g0 <= start and finish <= g1, "booking outside an idle gap"
+        pieces = [(a, b) for a, b in ((g0, start), (finish, g1)) if b > a or b == np.inf]
+        self.gap_starts[i:i + 1] = [a for a, _ in pieces]
+        self.gap_ends[i:i + 1] = [b for _, b in pieces]
+        if g1 - g0 >= self.max_gap and g1 != np.inf:
+            closed = zip(self.gap_starts[:-1], self.gap_ends[:-1], strict=True)
+            self.max_gap = max((b - a for a, b in closed), default=0.0)
+        elif g1 == np.inf and start > g0:
+            self.max_gap = max(self.max_gap, start - g0)
 
 
 class PlanState:
@@ -77,8 +94,7 @@ class PlanState:
             end = max(self.now, task.start + c.cost[v, r])  # type: ignore[operator]
             lanes = self.lanes[r]
             k = min(range(len(lanes)), key=lambda i: lanes[i].tail)
-            lanes[k].finishes[0] = max(lanes[k].tail, end)
-            lanes[k].tasks[0] = v
+            lanes[k].hold_until(end)
             self._record(Placement(v, r, k, task.start, end, TaskStatus.RUNNING))  # type: ignore[arg-type]
 
     def _record(self, pl: Placement) -> list[int]:
@@ -105,7 +121,7 @@ class PlanState:
 
     def place(self, v: int, r: int, slot: int, start: float) -> list[int]:
         finish = start + float(self.c.cost[v, r])
-        self.lanes[r][slot].book(v, start, finish)
+        self.lanes[r][slot].book(start, finish)
         return self._record(Placement(v, r, slot, start, finish, TaskStatus.PENDING))
 
     def result(self) -> list[Placement]:

@@ -1,0 +1,141 @@
+"""DAG planning: time by size, and makespan of mdl / heft / best as ratios to HEFT.
+
+    python bench/bench_dag.py                 # speed (1k and 10k tasks on 64 groups) and quality
+    python bench/bench_dag.py --no-quality --sizes 1000,10000,20000
+    python bench/bench_dag.py --workflows ../shared/data/workflows
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.convert_dag import DagLimits, problem_from_wire  # noqa: E402
+from app.sched.dag.model import DagProblem, Group  # noqa: E402
+from app.sched.registry import plan_dag  # noqa: E402
+from bench.common import Server, calibration_line, median_ms  # noqa: E402
+from bench.dag_workload import groups, layered_dag  # noqa: E402
+from schemas.dag import DagPlanRequest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_WORKFLOWS = ROOT.parent / "shared" / "data" / "workflows"
+console = Console(width=160)
+cli = typer.Typer(add_completion=False)
+
+
+def _wire(p: DagProblem) -> dict[str, Any]:
+    return {
+        "now": p.now,
+        "tasks": [{"id": t.id, "work": t.work, "requires": sorted(t.requires)} for t in p.tasks],
+        "edges": [{"from": e.src, "to": e.dst, "data": e.data} for e in p.edges],
+        "groups": [{"id": g.id, "speed": g.speed, "labels": sorted(g.labels), "slots": g.slots}
+                   for g in p.groups],
+        "network": {"bandwidth": p.network.bandwidth},
+    }
+
+
+def speed_rows(sizes: list[int], n_groups: int, repeat: int, http: bool) -> list[dict[str, Any]]:
+    rows = []
+    server = Server() if http else None
+    try:
+        for n in sizes:
+            p = layered_dag(n, groups(n_groups), ccr=1.0, seed=n)
+            raw = json.dumps(_wire(p) | {"algorithm": "best"}).encode() if server else b""
+            for algorithm in ("mdl", "heft", "best"):
+                ms, r = median_ms(lambda a=algorithm, q=p: plan_dag(q, a), repeat)
+                row = {"tasks": n, "edges": len(p.edges), "groups": n_groups, "algorithm": algorithm,
+                       "plan_ms": ms, "makespan": r.makespans[r.plan.algorithm]}
+                if server is not None and algorithm == "best":
+                    http_ms, out = median_ms(lambda b=raw: server.post("/dag/plan", b), repeat)
+                    row.update(http_ms=http_ms, body_mb=len(raw) / 1e6,
+                               **{f"{k}_ms": v for k, v in out["timing_ms"].items() if k != "total"})
+                rows.append(row)
+    finally:
+        if server is not None:
+            server.close()
+    return rows
+
+
+def _ratios(name: str, p: DagProblem) -> dict[str, Any]:
+    spans = plan_dag(p, "best").makespans
+    heft = spans["heft"]
+    return {"instance": name, "tasks": len(p.tasks), "edges": len(p.edges), "groups": len(p.groups),
+            "heft_s": heft, "mdl/heft": spans["mdl"] / heft if heft else 1.0,
+            "best/heft": min(spans.values()) / heft if heft else 1.0}
+
+
+def workflow_problems(folder: Path) -> list[tuple[str, DagProblem]]:
+    """Each WfFormat instance twice: on its recorded machines (a slot per core) and on 8 one-slot
+    groups of speeds 0.5–2 (where placement matters)."""
+    out = []
+    hetero = tuple(Group(f"h{i}", speed=s) for i, s in enumerate([0.5, 0.75, 1, 1, 1.25, 1.5, 2, 2]))
+    for path in sorted(folder.glob("*.json")):
+        wf = json.loads(path.read_text())
+        p, _ = problem_from_wire(DagPlanRequest(workflow=wf), DagLimits())
+        short = path.stem.split("-")[0]
+        out.append((f"{short} (recorded machines)", p))
+        out.append((f"{short} (8 groups, 1 slot)", DagProblem(p.tasks, p.edges, hetero, p.network)))
+    return out
+
+
+def quality_rows(folder: Path | None) -> list[dict[str, Any]]:
+    rows = []
+    if folder is not None and folder.is_dir():
+        rows += [_ratios(name, p) for name, p in workflow_problems(folder)]
+    for ccr in (0.1, 1.0, 5.0):
+        for seed in range(1, 6):
+            p = layered_dag(200, groups(16, seed=seed), ccr=ccr, seed=seed)
+            rows.append(_ratios(f"layered 200, ccr {ccr}, seed {seed}", p))
+    return rows
+
+
+def _table(title: str, rows: list[dict[str, Any]]) -> Table:
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    table = Table(title=title)
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("instance", "algorithm") else "right")
+    for r in rows:
+        table.add_row(*[_fmt(c, r.get(c)) for c in cols])
+    return table
+
+
+def _fmt(col: str, v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if "/" in col else f"{v:.1f}"
+    return "-" if v is None else str(v)
+
+
+@cli.command()
+def main(
+    sizes: str = typer.Option("1000,10000", help="task counts for the speed table"),
+    n_groups: int = typer.Option(64, "--groups", help="groups for the speed table"),
+    repeat: int = typer.Option(3, help="timed runs per cell (after one warm-up)"),
+    http: bool = typer.Option(True, help="also time `best` end to end through uvicorn"),
+    quality: bool = typer.Option(True, help="the makespan-ratio table"),
+    workflows: Annotated[Path, typer.Option(help="WfFormat instances")] = DEFAULT_WORKFLOWS,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
+) -> None:
+    rows = speed_rows([int(x) for x in sizes.split(",") if x], n_groups, repeat, http)
+    console.print(_table("DAG planning time (median, layered DAGs, ccr 1)", rows))
+    out: dict[str, Any] = {"speed": rows}
+    if quality:
+        if not workflows.is_dir():
+            console.print(f"[yellow]no workflow folder at {workflows}: random DAGs only[/]")
+        q = quality_rows(workflows)
+        console.print(_table("Makespan relative to HEFT (lower is better)", q))
+        out["quality"] = q
+    console.print(calibration_line())
+    if json_out:
+        json_out.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    cli()
