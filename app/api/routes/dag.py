@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Literal
 
 from fastapi import APIRouter, Query, Request
@@ -10,8 +9,8 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from app import service
+from app.api.raw_body import ERRORS, body_doc, parse, read_body
 from app.convert_dag import DagLimits
-from app.errors import InputError
 from app.gantt import gantt_svg
 from app.settings import Settings
 from schemas.common import ErrorBody
@@ -19,17 +18,10 @@ from schemas.dag import DagPlanRequest, DagPlanResponse
 
 router = APIRouter()
 
-ERRORS = {
-    413: {"model": ErrorBody, "description": "Body over the configured size limit"},
-    422: {"model": ErrorBody, "description": "Invalid workflow: every bad field named in `loc`"},
-}
-
 
 def _run(body: bytes, request: Request) -> DagPlanResponse:
     settings: Settings = request.app.state.settings
-    t0 = time.perf_counter()
-    req = DagPlanRequest.model_validate_json(body)
-    parse_ms = (time.perf_counter() - t0) * 1e3
+    req, parse_ms = parse(DagPlanRequest, body)
     limits = DagLimits(settings.dag_max_tasks, settings.dag_max_cells)
     return service.plan_dag(req, request.app.state.plans, limits, settings.plan_ttl_s, parse_ms)
 
@@ -37,20 +29,14 @@ def _run(body: bytes, request: Request) -> DagPlanResponse:
 @router.post(
     "/dag/plan",
     response_model=DagPlanResponse,
-    responses=ERRORS,  # type: ignore[arg-type]
+    responses=ERRORS,
     summary="Plan a workflow (DAG) on resource service groups: MDL, HEFT or the better of the two",
-    openapi_extra={"requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/DagPlanRequest"}}},
-    }},
+    openapi_extra=body_doc(DagPlanRequest),
 )
 async def plan(request: Request) -> DagPlanResponse:
     """The body is either native `tasks` + `edges` + `groups`, or a WfFormat 1.5 `workflow`. The plan
     is kept for `plan_ttl_s` seconds under the returned `plan_id`."""
-    body = await request.body()
-    if not body:
-        raise InputError.single(("body",), "a JSON body is required", "missing")
-    return await run_in_threadpool(_run, body, request)
+    return await run_in_threadpool(_run, await read_body(request), request)
 
 
 @router.get(
