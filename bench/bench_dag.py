@@ -56,7 +56,7 @@ def speed_rows(sizes: list[int], n_groups: int, repeat: int, http: bool) -> list
                 if server is not None and algorithm == "best":
                     http_ms, out = median_ms(lambda b=raw: server.post("/dag/plan", b), repeat)
                     row.update(http_ms=http_ms, body_mb=len(raw) / 1e6,
-                               **{f"{k}_ms": v for k, v in out["timing_ms"].items() if k != "total"})
+                               **{f"server_{k}_ms": v for k, v in out["timing_ms"].items() if k != "total"})
                 rows.append(row)
     finally:
         if server is not None:
