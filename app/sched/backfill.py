@@ -274,7 +274,8 @@ class BackfillPass:
     def _feasible_at(
         self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray
     ) -> np.ndarray | None:
-        """n nodes that hold the job over [t, end), earliest-available first, or None.
+        """n nodes that hold the job over [t, end), or None. The nodes that become available last
+        (closest to t) are taken first: nodes free sooner stay open for backfilling until t.
 
         A node free from `times[p]` may be booked again later, so a common start t is rechecked
         over the whole window on every node that carries a booking before the window ends.
@@ -288,7 +289,7 @@ class BackfillPass:
         pos = np.flatnonzero(ok)
         if len(pos) < job.nodes:
             return None
-        best = pos[np.lexsort((pos, times[pos]))][: job.nodes]
+        best = pos[np.lexsort((pos, -times[pos]))][: job.nodes]
         return np.sort(nodes[best])
 
 
