@@ -1,0 +1,1 @@
+"""Trace-driven simulation: replay a job trace through the same scheduling core POST /schedule uses."""

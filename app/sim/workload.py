@@ -1,0 +1,87 @@
+"""From a trace to the simulator's jobs and machine: what is modelled, and what stands in for what is missing.
+
+Machine: `nodes` nodes of `cores_per_node` cores (and `mem_mib_per_node` MiB when memory is modelled).
+cores_per_node = 1 reproduces the processor-count simulations of the literature. A job asking p
+processors gets ceil(p / cores_per_node) nodes, each with ceil(p / nodes) cores.
+Estimate: the requested time; where the trace has none, the job's real run time (a perfect estimate),
+and the replay says how many jobs needed that stand-in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from app.sim.swf import SwfTrace
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    nodes: int
+    cores_per_node: int = 1
+    mem_mib_per_node: int = 0  # 0: memory not modelled
+
+    @property
+    def cores(self) -> int:
+        return self.nodes * self.cores_per_node
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    id: str
+    submit: float
+    run: float  # real run time
+    estimate: float  # what the scheduler is told (the job is killed there)
+    procs: int
+    nodes: int
+    cpu: int  # per node
+    mem_mib: int  # per node
+    trace_queue: str = ""  # the trace's queue name: metrics are also given per trace queue
+    user: str = ""
+
+
+@dataclass(slots=True)
+class Workload:
+    machine: Machine
+    jobs: list[SimJob]
+    notes: list[str] = field(default_factory=list)
+
+
+def default_machine(trace: SwfTrace, cores_per_node: int = 1, mem_mib_per_node: int = 0) -> Machine:
+    procs = trace.header_int("MaxProcs") or trace.header_int("MaxNodes")
+    if procs is None:
+        procs = max((j.procs for j in trace.jobs), default=1)
+    return Machine(max(1, procs // cores_per_node), cores_per_node, mem_mib_per_node)
+
+
+def workload(trace: SwfTrace, machine: Machine) -> Workload:
+    """The jobs the replay can run, in submit order; every job left out is counted in `notes`."""
+    jobs, notes = [], []
+    not_run = too_big = stand_in = 0
+    for j in trace.jobs:
+        procs = j.procs
+        if j.run < 0 or procs <= 0:
+            not_run += 1
+            continue
+        nodes = math.ceil(procs / machine.cores_per_node)
+        if nodes > machine.nodes:
+            too_big += 1
+            continue
+        cpu = math.ceil(procs / nodes)
+        mem = 0
+        if machine.mem_mib_per_node and j.req_mem_kb > 0:
+            mem = min(machine.mem_mib_per_node, math.ceil(j.req_mem_kb * cpu / 1024))
+        estimate = j.req_time
+        if estimate <= 0:
+            estimate, stand_in = max(j.run, 1.0), stand_in + 1
+        queue = trace.queues.get(j.queue, f"q{j.queue}") if j.queue >= 0 else ""
+        jobs.append(SimJob(str(j.job_id), j.submit, j.run, estimate, procs, nodes, cpu, mem, queue,
+                           str(j.user)))
+    jobs.sort(key=lambda x: x.submit)
+    if not_run:
+        notes.append(f"{not_run} jobs left out: no run time or no processor count (cancelled before start)")
+    if too_big:
+        notes.append(f"{too_big} jobs left out: more processors than the machine has")
+    if stand_in:
+        notes.append(f"{stand_in} jobs have no requested time: their real run time stands in as the estimate")
+    return Workload(machine, jobs, notes)
