@@ -172,8 +172,7 @@ class BackfillPass:
         start, nodes = found
         end = align_up(start + job.walltime_s, self.grain)
         hold_from = self.now if self.rules.reserve_from_now else start
-        for x in nodes.tolist():
-            self.profile.book(x, hold_from, end, job.demand)
+        self.profile.book_many(nodes, hold_from, end, job.demand)
         ids = tuple(self.cluster.ids[x] for x in nodes.tolist())
         self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
         self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1

@@ -162,6 +162,14 @@ class Profile:
         self.booked[x] = True
         self.first_booking[x] = min(self.first_booking[x], start)
 
+    def book_many(self, nodes: np.ndarray, start: float, end: float, d: Triple) -> None:
+        """Reserve d on each of `nodes` over [start, end)."""
+        change = (start, end, d)
+        for x in nodes.tolist():
+            self.unflushed.setdefault(x, []).append(change)
+        self.booked[nodes] = True
+        np.minimum.at(self.first_booking, nodes, start)
+
     def _flush_rows(self, nodes: np.ndarray) -> None:
         if not self.unflushed:
             return
@@ -170,6 +178,9 @@ class Profile:
             rows = [x for x in self.unflushed if x in wanted]
         else:
             rows = [x for x in nodes.tolist() if x in self.unflushed]
+        if len(rows) > ROW_FLUSH_LIMIT:
+            self._rebuild(np.asarray(sorted(rows), dtype=np.int64))
+            return
         for x in rows:
             for t0, t1, d in self.unflushed.pop(x):
                 self._apply(x, t0, t1, d)
@@ -201,18 +212,30 @@ class Profile:
         ev_x, ev_t = [xs], [sub_times[xs, cols]]
         ev_d = [sub_cum[:, xs, cols] - sub_cum[:, xs, cols - 1]]
         base = sub_cum[:, :, 0].copy()
+        held_i: list[int] = []  # changes already in force now: they lower the base
+        held_d: list[Triple] = []
+        add_i: list[int] = []  # the others: a step down at t0, a step back up at t1
+        add_t: list[float] = []
+        add_d: list[Triple] = []
         for i, x in enumerate(rows.tolist()):
             for t0, t1, d in self.unflushed.pop(x):
-                dvec = np.asarray(d, dtype=np.int64)
                 if t0 <= self.now:
-                    base[:, i] -= dvec
+                    held_i.append(i)
+                    held_d.append(d)
                 else:
-                    ev_x.append(np.array([i]))
-                    ev_t.append(np.array([t0]))
-                    ev_d.append(-dvec[:, None])
-                ev_x.append(np.array([i]))
-                ev_t.append(np.array([t1]))
-                ev_d.append(dvec[:, None])
+                    add_i.append(i)
+                    add_t.append(t0)
+                    add_d.append((-d[0], -d[1], -d[2]))
+                add_i.append(i)
+                add_t.append(t1)
+                add_d.append(d)
+        if held_i:
+            idx, amounts = np.asarray(held_i), np.asarray(held_d, dtype=np.int64)
+            for r in range(3):
+                np.subtract.at(base[r], idx, amounts[:, r])
+        ev_x.append(np.asarray(add_i, dtype=np.int64))
+        ev_t.append(np.asarray(add_t, dtype=float))
+        ev_d.append(np.asarray(add_d, dtype=np.int64).reshape(-1, 3).T)
         events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
         times, cum = _step_matrix(base, events, self.now)
         while times.shape[1] > self.times.shape[1]:
