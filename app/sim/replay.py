@@ -4,8 +4,9 @@ POST /schedule; there is no second scheduler here).
 At every instant where jobs arrive or end, the replay builds the snapshot (nodes with their
 allocations, running jobs with their estimates), asks `decide`, starts what it says to start, and
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
-policy can start anything then, so the answer is known. A job ends at start + its real run time, or is killed at start + its estimate if
-it runs longer, as a resource manager would. All jobs share one partition, "default".
+policy can start anything then, so the answer is known. A job ends at start + its real run time, or
+is killed at start + its estimate if it runs longer, as a resource manager would. All jobs share one
+partition, "default".
 """
 
 from __future__ import annotations

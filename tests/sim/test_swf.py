@@ -32,7 +32,8 @@ def test_header_queues_and_jobs() -> None:
     assert t.queues == {0: "interactive", 1: "batch"}
     assert [j.job_id for j in t.jobs] == [1, 2, 3]
     first = t.jobs[0]
-    assert (first.submit, first.run, first.procs, first.req_time, first.user, first.queue) == (0, 10, 2, 20, 7, 1)
+    got = (first.submit, first.run, first.procs, first.req_time, first.user, first.queue)
+    assert got == (0, 10, 2, 20, 7, 1)
     assert t.jobs[2].procs == 3 and t.jobs[2].alloc_procs == -1
 
 
