@@ -1,0 +1,164 @@
+"""`hpcsched`: replay a job trace through the scheduling policies, from the command line.
+
+    hpcsched simulate TRACE --policy easy [--param k=v]... [--nodes N --cores-per-node C] [--jobs N]
+    hpcsched compare TRACE --policies fcfs,easy,conservative [--plots DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import TypeAdapter, ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from app.convert import params_from_wire
+from app.sched.params import CommonParams
+from app.sim.metrics import per_queue, run_metrics
+from app.sim.replay import ReplayResult, replay
+from app.sim.swf import SwfError, read_swf
+from app.sim.workload import Machine, Workload, default_machine, workload
+from schemas.policies import PolicySpec
+
+cli = typer.Typer(add_completion=False, help=__doc__)
+console = Console(width=160)
+SPEC = TypeAdapter(PolicySpec)
+SIM_GRAIN_S = 1  # the replay's default time grain: exact times, as in the literature's simulators
+
+Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists=True, dir_okay=False)]
+Params = Annotated[list[str] | None, typer.Option("--param", help="policy parameter k=v (v as JSON)")]
+Nodes = Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs / cores-per-node")]
+Cores = Annotated[int, typer.Option(help="cores per node (1 = the classic processor-count model)")]
+Memory = Annotated[int, typer.Option(help="memory per node in MiB; 0 = memory not modelled")]
+Jobs = Annotated[int | None, typer.Option(help="replay only the first N jobs")]
+JsonOut = Annotated[Path, typer.Option("--json", help="write the metrics here")]
+Policy = Annotated[str, typer.Option(help="policy name")]
+PolicyList = Annotated[str, typer.Option(help="comma-separated policy names")]
+PlotDir = Annotated[Path, typer.Option(help="folder for the PNG plots")]
+
+
+def policy_params(name: str, pairs: list[str] | None) -> tuple[str, CommonParams]:
+    """Validate k=v pairs through the same wire model POST /schedule uses."""
+    params: dict[str, Any] = {"time_grain_s": SIM_GRAIN_S}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"{pair!r}: expected key=value", param_hint="--param")
+        try:
+            params[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            params[key] = raw
+    try:
+        spec = SPEC.validate_python({"name": name, "params": params})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise typer.BadParameter(problems, param_hint="--policy/--param") from exc
+    return params_from_wire(spec)
+
+
+def load(trace: Path, nodes: int | None, cores: int, memory: int, jobs: int | None) -> Workload:
+    try:
+        t = read_swf(trace, limit=jobs)
+    except SwfError as exc:
+        raise typer.BadParameter(f"{trace.name}: {exc}", param_hint="TRACE") from exc
+    machine = Machine(nodes, cores, memory) if nodes else default_machine(t, cores, memory)
+    return workload(t, machine)
+
+
+def run(w: Workload, name: str, params: CommonParams) -> tuple[ReplayResult, float]:
+    columns = (TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(name, total=len(w.jobs))
+        t0 = time.perf_counter()
+        result = replay(w, name, params, progress=lambda n: bar.advance(task, n))
+        return result, time.perf_counter() - t0
+
+
+METRIC_COLUMNS = ("jobs", "wait_mean", "wait_p50", "wait_p99", "bsld_mean", "bsld_p99",
+                  "turnaround_mean", "utilisation", "makespan", "backfills", "reserved", "decisions")
+
+
+def table(title: str, rows: dict[str, dict[str, float]], first: str) -> Table:
+    t = Table(title=title)
+    t.add_column(first)
+    for c in METRIC_COLUMNS:
+        t.add_column(c, justify="right")
+    for name, m in rows.items():
+        t.add_row(name, *[_fmt(c, m.get(c)) for c in METRIC_COLUMNS])
+    return t
+
+
+def _fmt(col: str, v: float | None) -> str:
+    if v is None:
+        return "-"
+    if col == "utilisation":
+        return f"{v:.3f}"
+    return f"{v:,.0f}" if col in ("jobs", "backfills", "reserved", "decisions") or v >= 100 else f"{v:.2f}"
+
+
+def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[str, Any]:
+    machine = {"nodes": w.machine.nodes, "cores_per_node": w.machine.cores_per_node,
+               "mem_mib_per_node": w.machine.mem_mib_per_node}
+    out: dict[str, Any] = {"machine": machine, "notes": w.notes, "policies": {}}
+    for name, (r, seconds) in results.items():
+        m = run_metrics(r, w.machine)
+        m["jobs_per_s"] = len(w.jobs) / seconds if seconds else 0.0
+        out["policies"][name] = {"metrics": m, "per_queue": per_queue(r), "notes": r.notes}
+    return out
+
+
+@cli.command()
+def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes: Nodes = None,
+             cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
+             json_out: JsonOut = Path("simulate.json")) -> None:
+    """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
+    name, params = policy_params(policy, param)
+    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs)
+    result, seconds = run(w, name, params)
+    out = report(w, {name: (result, seconds)})
+    m = out["policies"][name]
+    console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
+                        f"{w.machine.cores_per_node} cores", {name: m["metrics"]}, "policy"))
+    if len(m["per_queue"]) > 1:
+        console.print(table("per trace queue", m["per_queue"], "queue"))
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    console.print(f"replayed at {m['metrics']['jobs_per_s']:,.0f} jobs/s; wrote {json_out}")
+    json_out.write_text(json.dumps(out, indent=1))
+
+
+@cli.command()
+def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param: Params = None,
+            nodes: Nodes = None, cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
+            plots: PlotDir = Path("plots"), json_out: JsonOut = Path("compare.json")) -> None:
+    """Replay TRACE under several policies (the same --param for all); one table, JSON, and plots."""
+    chosen = [(p, *policy_params(p, param)) for p in policies.split(",") if p]
+    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs)
+    results = {label: run(w, name, params) for label, name, params in chosen}
+    out = report(w, results)
+    console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
+                        f"{w.machine.cores_per_node} cores",
+                        {k: v["metrics"] for k, v in out["policies"].items()}, "policy"))
+    for note in w.notes:
+        console.print(f"[yellow]note:[/] {note}")
+    from app.sim import plots as draw  # matplotlib only when plotting
+
+    plots.mkdir(parents=True, exist_ok=True)
+    replays = {k: r for k, (r, _) in results.items()}
+    files = [draw.wait_cdf(replays, plots / "wait_cdf.png"),
+             draw.utilisation(replays, w.machine, plots / "utilisation.png")]
+    json_out.write_text(json.dumps(out, indent=1))
+    console.print(f"wrote {json_out}, " + ", ".join(map(str, files)))
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()

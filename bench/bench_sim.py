@@ -1,0 +1,92 @@
+"""Trace replay: speed (jobs per second) and schedule quality per policy, on SWF traces.
+
+    python bench/bench_sim.py                              # every shared trace, first 10k jobs
+    python bench/bench_sim.py --jobs 0 --policies easy     # whole traces (the speed figure of issue 5)
+    python bench/bench_sim.py --traces path/a.swf,path/b.swf.gz --policies easy,priority:order=f1
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.cli import policy_params  # noqa: E402
+from app.sim.metrics import run_metrics  # noqa: E402
+from app.sim.replay import replay  # noqa: E402
+from app.sim.swf import read_swf  # noqa: E402
+from app.sim.workload import default_machine, workload  # noqa: E402
+from bench.common import calibration_line  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TRACES = ROOT.parent / "shared" / "data" / "traces"
+POLICIES = "fcfs,firstfit,easy,conservative,memory_backfill,priority,priority:order=sjf,priority:order=f1"
+console = Console(width=180)
+cli = typer.Typer(add_completion=False)
+
+
+def _spec(text: str) -> tuple[str, list[str]]:
+    """"priority:order=f1,age_weight=2" -> ("priority", ["order=f1", "age_weight=2"])."""
+    name, _, rest = text.partition(":")
+    return name, [p for p in rest.split(";") if p]
+
+
+def rows_for(trace: Path, policies: list[str], jobs: int | None) -> list[dict[str, Any]]:
+    t = read_swf(trace, limit=jobs)
+    w = workload(t, default_machine(t))
+    rows = []
+    for label in policies:
+        name, pairs = _spec(label)
+        _, params = policy_params(name, pairs)
+        t0 = time.perf_counter()
+        result = replay(w, name, params)
+        seconds = time.perf_counter() - t0
+        m = run_metrics(result, w.machine)
+        rows.append({"trace": trace.name, "jobs": len(w.jobs), "nodes": w.machine.nodes, "policy": label,
+                     "jobs_per_s": len(w.jobs) / seconds, "wait_mean": m["wait_mean"],
+                     "bsld_mean": m["bsld_mean"], "utilisation": m["utilisation"],
+                     "backfills": m["backfills"], "decisions": m["decisions"]})
+        console.print(f"  {trace.name} {label}: {rows[-1]['jobs_per_s']:.0f} jobs/s, "
+                      f"bsld {m['bsld_mean']:.1f}")
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> Table:
+    cols = list(rows[0]) if rows else []
+    table = Table(title="Trace replay (time grain 1 s; estimates: requested time, else the run time)")
+    for c in cols:
+        table.add_column(c, justify="left" if c in ("trace", "policy") else "right")
+    for r in rows:
+        table.add_row(*[f"{v:,.3f}" if c == "utilisation" else f"{v:,.1f}" if isinstance(v, float) else str(v)
+                        for c, v in r.items()])
+    return table
+
+
+@cli.command()
+def main(
+    traces: Annotated[str, typer.Option(help="comma-separated SWF files; default: every trace in the "
+                                             "shared data folder")] = "",
+    policies: Annotated[str, typer.Option(help="comma-separated; name:k=v;k=v for parameters")] = POLICIES,
+    jobs: Annotated[int, typer.Option(help="first N jobs of each trace; 0 = all")] = 10_000,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
+) -> None:
+    paths = [Path(p) for p in traces.split(",") if p] or sorted(DEFAULT_TRACES.glob("*.swf*"))
+    if not paths:
+        raise typer.BadParameter("no trace given and none found in the shared data folder")
+    rows = [r for p in paths for r in rows_for(p, policies.split(","), jobs or None)]
+    console.print(_table(rows))
+    console.print(calibration_line())
+    if json_out:
+        json_out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,53 @@
+"""The `hpcsched` command line: simulate and compare write what they say, bad parameters are refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from app.cli import cli
+from tests.sim.test_replay import EXPECTED, HAND
+
+runner = CliRunner(env={"COLUMNS": "200"})
+
+
+def test_simulate_writes_the_metrics(tmp_path: Path) -> None:
+    trace = tmp_path / "hand.swf"
+    trace.write_bytes(HAND)
+    out = tmp_path / "m.json"
+    r = runner.invoke(cli, ["simulate", str(trace), "--policy", "easy", "--nodes", "4", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    m = json.loads(out.read_text())["policies"]["easy"]["metrics"]
+    starts = EXPECTED["easy"]
+    submits = {"1": 0, "2": 1, "3": 2, "4": 3, "5": 4}
+    assert m["jobs"] == 5 and m["backfills"] == 2
+    assert m["wait_mean"] == sum(starts[j] - submits[j] for j in starts) / 5
+
+
+def test_compare_writes_a_table_json_and_plots(tmp_path: Path) -> None:
+    trace = tmp_path / "hand.swf"
+    trace.write_bytes(HAND)
+    r = runner.invoke(cli, ["compare", str(trace), "--policies", "fcfs,easy,conservative", "--nodes", "4",
+                            "--plots", str(tmp_path / "p"), "--json", str(tmp_path / "c.json")])
+    assert r.exit_code == 0, r.output
+    assert set(json.loads((tmp_path / "c.json").read_text())["policies"]) == {"fcfs", "easy", "conservative"}
+    for png in ("wait_cdf.png", "utilisation.png"):
+        assert (tmp_path / "p" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_bad_parameter_is_named(tmp_path: Path) -> None:
+    trace = tmp_path / "hand.swf"
+    trace.write_bytes(HAND)
+    r = runner.invoke(cli, ["simulate", str(trace), "--param", "reservation_depth=-1"])
+    assert r.exit_code == 2 and "reservation_depth" in r.output
+    r = runner.invoke(cli, ["simulate", str(trace), "--policy", "magic"])
+    assert r.exit_code == 2 and "magic" in r.output
+
+
+def test_malformed_trace_names_the_line(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.swf"
+    trace.write_bytes(HAND + b"oops\n")
+    r = runner.invoke(cli, ["simulate", str(trace)])
+    assert r.exit_code == 2 and "line 7" in r.output
