@@ -8,11 +8,12 @@ from fastapi import FastAPI
 
 from app.api import errors
 from app.api.limits import BodyLimit
-from app.api.routes import dag, health, schedule
+from app.api.routes import dag, health, schedule, simulate
 from app.settings import Settings, get_settings
 from app.store.plans import plan_store
 from schemas.dag import DagPlanRequest
 from schemas.schedule import ScheduleRequest
+from schemas.simulate import SimulateRequest
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -31,6 +32,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     app.include_router(schedule.router)
     app.include_router(dag.router)
+    app.include_router(simulate.router)
     app.include_router(health.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     _register_request_schema(app)
@@ -38,7 +40,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def _register_request_schema(app: FastAPI) -> None:
-    """The schedule and DAG routes read raw bytes, so their body schemas are added to the OpenAPI by hand."""
+    """Routes that read raw bytes get their body schemas added to the OpenAPI by hand."""
     original = app.openapi
 
     def openapi() -> dict:  # type: ignore[type-arg]
@@ -46,7 +48,7 @@ def _register_request_schema(app: FastAPI) -> None:
             return app.openapi_schema
         spec = original()
         components = spec.setdefault("components", {}).setdefault("schemas", {})
-        for model in (ScheduleRequest, DagPlanRequest):
+        for model in (ScheduleRequest, DagPlanRequest, SimulateRequest):
             defs = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(defs.pop("$defs", {}))
             components[model.__name__] = defs

@@ -7,12 +7,15 @@ import uuid
 
 from app.convert import check_snapshot, decision_to_wire, params_from_wire, snapshot_from_wire
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
+from app.convert_sim import result_to_wire, workload_from_wire
 from app.errors import NotFoundError, StoreUnavailableError
 from app.sched.registry import decide
 from app.sched.registry import plan_dag as run_planner
+from app.sim.replay import replay
 from app.store.plans import PlanStore
 from schemas.dag import DagPlanRequest, DagPlanResponse
 from schemas.schedule import ScheduleRequest, ScheduleResponse
+from schemas.simulate import SimulateRequest, SimulateResponse
 
 
 def schedule(req: ScheduleRequest, parse_ms: float = 0.0) -> ScheduleResponse:
@@ -56,3 +59,15 @@ def get_plan(store: PlanStore, plan_id: str) -> DagPlanResponse:
     if body is None:
         raise NotFoundError(f"no plan {plan_id!r}: it never existed or it expired")
     return DagPlanResponse.model_validate_json(body)
+
+
+def simulate(req: SimulateRequest, max_jobs: int, parse_ms: float = 0.0) -> SimulateResponse:
+    """Replay a small trace through the scheduling core and measure the schedule."""
+    t0 = time.perf_counter()
+    w, name, params = workload_from_wire(req, max_jobs)
+    t1 = time.perf_counter()
+    result = replay(w, name, params)
+    t2 = time.perf_counter()
+    timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "replay": (t2 - t1) * 1e3}
+    timing["total"] = sum(timing.values())
+    return result_to_wire(w, result, timing)

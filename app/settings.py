@@ -17,6 +17,7 @@ class Settings(BaseSettings):
     )
     log_level: str = "info"
     plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")
+    sim_max_jobs: int = Field(20_000, ge=1, description="POST /simulate refuses longer traces")
     dag_max_tasks: int = Field(20_000, ge=1, description="larger workflows get 422")
     dag_max_cells: int = Field(
         4_000_000, ge=1, description="tasks × groups above this get 422 (the planners keep matrices of it)")

@@ -24,7 +24,7 @@ class SwfError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class SwfJob:
-    job_id: int
+    job_id: str
     submit: float
     wait: float
     run: float
@@ -111,7 +111,7 @@ def _job(number: int, line: str) -> SwfJob:
     except ValueError as exc:
         raise SwfError(number, f"not a number: {exc}") from exc
     return SwfJob(
-        job_id=int(v[0]), submit=v[1], wait=v[2], run=v[3], alloc_procs=int(v[4]), used_mem_kb=v[6],
+        job_id=str(int(v[0])), submit=v[1], wait=v[2], run=v[3], alloc_procs=int(v[4]), used_mem_kb=v[6],
         req_procs=int(v[7]), req_time=v[8], req_mem_kb=v[9], status=int(v[10]), user=int(v[11]),
         group=int(v[12]), queue=int(v[14]), partition=int(v[15]),
     )

@@ -75,7 +75,7 @@ def workload(trace: SwfTrace, machine: Machine) -> Workload:
         if estimate <= 0:
             estimate, stand_in = max(j.run, 1.0), stand_in + 1
         queue = trace.queues.get(j.queue, f"q{j.queue}") if j.queue >= 0 else ""
-        jobs.append(SimJob(str(j.job_id), j.submit, j.run, estimate, procs, nodes, cpu, mem, queue,
+        jobs.append(SimJob(j.job_id, j.submit, j.run, estimate, procs, nodes, cpu, mem, queue,
                            str(j.user)))
     jobs.sort(key=lambda x: x.submit)
     if not_run:
@@ -85,3 +85,4 @@ def workload(trace: SwfTrace, machine: Machine) -> Workload:
     if stand_in:
         notes.append(f"{stand_in} jobs have no requested time: their real run time stands in as the estimate")
     return Workload(machine, jobs, notes)
+

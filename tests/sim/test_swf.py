@@ -30,7 +30,7 @@ def test_header_queues_and_jobs() -> None:
     t = read_swf(TINY)
     assert t.header_int("MaxNodes") == 4 and t.header_int("MaxProcs") == 8
     assert t.queues == {0: "interactive", 1: "batch"}
-    assert [j.job_id for j in t.jobs] == [1, 2, 3]
+    assert [j.job_id for j in t.jobs] == ["1", "2", "3"]
     first = t.jobs[0]
     got = (first.submit, first.run, first.procs, first.req_time, first.user, first.queue)
     assert got == (0, 10, 2, 20, 7, 1)

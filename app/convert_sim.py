@@ -1,0 +1,64 @@
+"""The adapter between POST /simulate's wire models (schemas.simulate) and the simulator (app.sim)."""
+
+from __future__ import annotations
+
+from app.convert import params_from_wire
+from app.errors import ErrorDetail, InputError
+from app.sched.params import CommonParams
+from app.sim.metrics import per_queue, run_metrics
+from app.sim.replay import ReplayResult
+from app.sim.swf import SwfError, SwfJob, SwfTrace, read_swf
+from app.sim.workload import Machine, Workload, default_machine, workload
+from schemas.simulate import MachineIn, SimJobIn, SimulateRequest, SimulateResponse
+
+
+def _trace_from_jobs(jobs: list[SimJobIn]) -> SwfTrace:
+    seen: set[str] = set()
+    errors = []
+    for i, j in enumerate(jobs):
+        if j.id in seen:
+            errors.append(ErrorDetail(("body", "jobs", i, "id"), f"duplicate job id {j.id!r}", "duplicate"))
+        seen.add(j.id)
+    if errors:
+        raise InputError(errors)
+    trace = SwfTrace()
+    queues = {q: k for k, q in enumerate(sorted({j.queue for j in jobs if j.queue}))}
+    trace.queues = {k: q for q, k in queues.items()}
+    trace.jobs = [SwfJob(j.id, j.submit, -1, j.run, j.procs, -1, j.procs, j.estimate or -1,
+                         j.mem_kb_per_proc or -1, 1, -1, -1, queues.get(j.queue, -1), -1) for j in jobs]
+    return trace
+
+
+def workload_from_wire(req: SimulateRequest, max_jobs: int) -> tuple[Workload, str, CommonParams]:
+    """The replay's workload, policy and parameters; 422 for a bad trace or one over `max_jobs`."""
+    if (req.swf is None) == (req.jobs is None):
+        raise InputError.single(("body",), "give the trace as `swf` text or as `jobs`, exactly one")
+    if req.swf is not None:
+        try:
+            trace = read_swf(req.swf.encode(), limit=max_jobs + 1)
+        except SwfError as exc:
+            raise InputError.single(("body", "swf"), str(exc), "swf_syntax") from exc
+        where: tuple[str, ...] = ("body", "swf")
+    else:
+        trace, where = _trace_from_jobs(req.jobs or []), ("body", "jobs")
+    if len(trace.jobs) > max_jobs:
+        raise InputError.single(where, f"more than {max_jobs} jobs: this endpoint replays at most "
+                                f"{max_jobs} (HPCSCHED_SIM_MAX_JOBS); use the `hpcsched simulate` command "
+                                "for long traces", "too_long")
+    if not trace.jobs:
+        raise InputError.single(where, "the trace has no job", "too_short")
+    m = req.machine
+    machine = (Machine(m.nodes, m.cores_per_node, m.mem_mib_per_node) if m.nodes
+               else default_machine(trace, m.cores_per_node, m.mem_mib_per_node))
+    name, params = params_from_wire(req.policy)
+    return workload(trace, machine), name, params
+
+
+def result_to_wire(w: Workload, result: ReplayResult, timing: dict[str, float]) -> SimulateResponse:
+    m = w.machine
+    return SimulateResponse(
+        jobs=len(w.jobs),
+        machine=MachineIn(nodes=m.nodes, cores_per_node=m.cores_per_node,
+                          mem_mib_per_node=m.mem_mib_per_node),
+        metrics=run_metrics(result, m), per_queue=per_queue(result), notes=result.notes, timing_ms=timing,
+    )

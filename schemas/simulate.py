@@ -1,0 +1,53 @@
+"""POST /simulate: a small trace (SWF text or a job list), a policy and a machine in; the metrics out."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from schemas.common import Strict
+from schemas.policies import EasyPolicy, PolicySpec
+
+
+class MachineIn(Strict):
+    nodes: int | None = Field(None, ge=1, description="default: the trace's MaxProcs / cores_per_node")
+    cores_per_node: int = Field(1, ge=1, description="1 = the classic processor-count model")
+    mem_mib_per_node: int = Field(0, ge=0, description="0 = memory not modelled")
+
+
+class SimJobIn(Strict):
+    id: str = Field(..., min_length=1)
+    submit: float = Field(..., ge=0, description="seconds from the trace start")
+    run: float = Field(..., ge=0, description="real run time, seconds")
+    procs: int = Field(..., ge=1, description="processors (cores)")
+    estimate: float | None = Field(None, gt=0, description="requested time; default: the run time")
+    mem_kb_per_proc: float = Field(0, ge=0)
+    queue: str = ""
+    user: str = ""
+
+
+EXAMPLE = {
+    "swf": "; MaxProcs: 4\n"
+           "1 0 -1 10 3 -1 -1 3 10 -1 1 1 1 -1 0 -1 -1 -1\n"
+           "2 1 -1 5 2 -1 -1 2 5 -1 1 1 1 -1 0 -1 -1 -1\n"
+           "3 2 -1 5 4 -1 -1 4 5 -1 1 1 1 -1 0 -1 -1 -1\n"
+           "4 3 -1 20 1 -1 -1 1 20 -1 1 1 1 -1 0 -1 -1 -1\n",
+    "policy": {"name": "easy", "params": {"time_grain_s": 1}},
+}
+
+
+class SimulateRequest(Strict):
+    model_config = {"extra": "forbid", "json_schema_extra": {"examples": [EXAMPLE]}}
+
+    swf: str | None = Field(None, description="the trace in Standard Workload Format (give `swf` or `jobs`)")
+    jobs: list[SimJobIn] | None = Field(None, description="the trace as a job list")
+    policy: PolicySpec = Field(default_factory=EasyPolicy)
+    machine: MachineIn = MachineIn()
+
+
+class SimulateResponse(BaseModel):
+    jobs: int
+    machine: MachineIn
+    metrics: dict[str, float]
+    per_queue: dict[str, dict[str, float]]
+    notes: list[str]
+    timing_ms: dict[str, float]

@@ -1,0 +1,51 @@
+"""POST /simulate: the same replay over HTTP, its limits and its errors."""
+
+from __future__ import annotations
+
+from app.main import create_app
+from app.settings import Settings
+from schemas.simulate import EXAMPLE
+from tests.conftest import Client
+from tests.sim.test_replay import EXPECTED, HAND
+
+
+def test_example_replays(client: Client) -> None:
+    r = client.post("/simulate", json=EXAMPLE)
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["jobs"] == 4 and body["machine"]["nodes"] == 4
+    # the hand trace's first four jobs under easy: J1 0, J2 10, J3 23, J4 3 (see tests/sim/test_replay.py)
+    assert body["metrics"]["wait_mean"] == (0 + 9 + 21 + 0) / 4
+    assert body["metrics"]["backfills"] == 1
+
+
+def test_job_list_gives_the_same_starts_as_swf(client: Client) -> None:
+    jobs = [{"id": str(i), "submit": s, "run": r, "procs": p, "estimate": e}
+            for i, (s, r, p, e) in enumerate([(0, 10, 3, 10), (1, 5, 2, 5), (2, 5, 4, 5), (3, 20, 1, 20),
+                                              (4, 4, 1, 4)], start=1)]
+    policy = {"name": "conservative", "params": {"time_grain_s": 1}}
+    a = client.post("/simulate", json={"jobs": jobs, "policy": policy, "machine": {"nodes": 4}}).json()
+    b = client.post("/simulate", json={"swf": HAND.decode(), "policy": policy}).json()
+    assert a["metrics"] == b["metrics"]
+    starts = EXPECTED["conservative"]
+    assert a["metrics"]["wait_mean"] == sum(starts[j["id"]] - j["submit"] for j in jobs) / 5
+
+
+def test_long_trace_is_refused_naming_the_limit() -> None:
+    small = Client(create_app(Settings(sim_max_jobs=3)))
+    r = small.post("/simulate", json={"swf": HAND.decode()})
+    assert r.status_code == 422
+    d = r.json()["detail"][0]
+    assert d["loc"] == ["body", "swf"] and "at most 3" in d["msg"] and "HPCSCHED_SIM_MAX_JOBS" in d["msg"]
+
+
+def test_bad_traces_are_422(client: Client) -> None:
+    r = client.post("/simulate", json={"swf": "1 2 3\n"})
+    assert r.status_code == 422 and "line 1" in r.json()["detail"][0]["msg"]
+    r = client.post("/simulate", json={})
+    assert r.status_code == 422 and "exactly one" in r.json()["detail"][0]["msg"]
+    jobs = [{"id": "a", "submit": 0, "run": 1, "procs": 1}] * 2
+    r = client.post("/simulate", json={"jobs": jobs})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "jobs", 1, "id"]
+    r = client.post("/simulate", json={"jobs": [{"id": "a", "submit": 0, "run": 1, "procs": 0}]})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "jobs", 0, "procs"]
