@@ -99,10 +99,12 @@ def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
     errors += _duplicates((r.id for r in req.running), ("body", "running"), "running job")
     errors += _duplicates((p.id for p in req.pending), ("body", "pending"), "pending job")
     running_ids = {r.id for r in req.running}
+    node_ids = {n.id for n in req.nodes}
     for i, p in enumerate(req.pending):
         if p.id in running_ids:
             errors.append(ErrorDetail(("body", "pending", i, "id"),
                                       f"job {p.id!r} is also listed as running", "duplicate"))
+        errors += _promise_errors(i, p, node_ids)
         if p.nodes > len(req.nodes):
             errors.append(ErrorDetail(("body", "pending", i, "nodes"),
                                       f"asks for {p.nodes} nodes; the cluster has "
@@ -113,6 +115,17 @@ def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
     if errors:
         raise InputError(errors)
     return held
+
+
+def _promise_errors(i: int, p: PendingJobIn, node_ids: set[str]) -> list[ErrorDetail]:
+    loc = ("body", "pending", i)
+    if (p.promised_start is None) != (not p.promised_nodes):
+        return [ErrorDetail((*loc, "promised_nodes"), "give promised_start and promised_nodes together")]
+    if p.promised_nodes and len(p.promised_nodes) != p.nodes:
+        return [ErrorDetail((*loc, "promised_nodes"), f"{len(p.promised_nodes)} promised nodes for a job "
+                            f"of {p.nodes} nodes")]
+    return [ErrorDetail((*loc, "promised_nodes", k), f"unknown node {n!r}", "unknown")
+            for k, n in enumerate(p.promised_nodes) if n not in node_ids]
 
 
 def _node(n: NodeIn, held: dict[str, list[int]]) -> Node:
@@ -134,7 +147,8 @@ def _running(r: RunningJobIn) -> RunningJob:
 def job_from_wire(p: PendingJobIn) -> Job:
     return Job(p.id, p.queue, p.submit_time, p.walltime_s, p.nodes, p.cpu, p.mem_mib, p.gpu,
                p.user, p.priority, p.user_priority, p.queue_priority, p.vip,
-               frozenset(p.labels))
+               frozenset(p.labels), promise_start=p.promised_start,
+               promise_nodes=tuple(p.promised_nodes))
 
 
 def snapshot_from_wire(

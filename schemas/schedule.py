@@ -24,6 +24,10 @@ class PendingJobIn(Strict):
     queue_priority: float = 0.0
     vip: bool = False
     labels: list[str] = Field(default_factory=list, description="required node labels")
+    promised_start: float | None = Field(
+        None, description="the start of the reservation a previous answer gave this job; with "
+        "`promised_nodes`, `conservative` never plans it later (send back what `reservations` said)")
+    promised_nodes: list[str] = Field(default_factory=list, description="that reservation's nodes")
 
 
 EXAMPLE = {

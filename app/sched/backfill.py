@@ -36,6 +36,7 @@ class PassRules:
     one_reservation_per_node: bool = False  # seed 000: a node holds at most one reservation
     stop_at_block: bool = False  # fcfs: a queue stops at its first job that cannot start
     reserve_from_now: bool = False  # firstfit: reserved resources are withheld from now on
+    keep_promises: bool = False  # conservative: a job is never planned later than its promise
     may_reserve: Callable[[Job], bool] = _always
 
 
@@ -64,14 +65,48 @@ class BackfillPass:
         self.failed_frontier: dict[tuple[str, frozenset[str]], list[tuple[int, int, int]]] = {}
         self.reserved_in: dict[str, int] = {}
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
+        self.promised: dict[str, tuple[np.ndarray, float, float]] = {}  # job -> nodes, start, end
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
+        if self.rules.keep_promises:
+            self._hold_promises(jobs)
         for job in jobs:
             self._one(job)
         return self.out
 
+    def _hold_promises(self, jobs: Sequence[Job]) -> None:
+        """Book every job's promised slot before the pass: no job planned ahead of it, and no
+        backfill, can take it. Each job gives its own slot back when its turn comes, so it finds
+        that slot free (or better): re-planning from scratch never pushes a promised job later."""
+        for job in jobs:
+            if job.promise_start is None or len(job.promise_nodes) != job.nodes:
+                continue
+            index = [self.cluster.pos.get(n) for n in job.promise_nodes]
+            if None in index or not all(self._may_use(job, x) for x in index):  # type: ignore[arg-type]
+                continue
+            nodes = np.asarray(index, dtype=np.int64)
+            start = max(job.promise_start, self.now)
+            end = align_up(start + job.walltime_s, self.grain)
+            if not self.profile.holds_over(nodes, job.demand, start, end).all():
+                continue  # the slot is gone (a node down, a job overran): plan it afresh
+            self.profile.book_many(nodes, start, end, job.demand)
+            self.promised[job.id] = (nodes, start, end)
+
+    def _may_use(self, job: Job, x: int) -> bool:
+        c = self.cluster
+        return bool(c.usable[x]) and c.queue_of[x] == job.queue and job.labels <= c.labels[x]
+
+    def _release_promise(self, job: Job) -> tuple[np.ndarray, float, float] | None:
+        held = self.promised.pop(job.id, None)
+        if held is not None:
+            nodes, start, end = held
+            c, m, g = job.demand
+            self.profile.book_many(nodes, start, end, (-c, -m, -g))
+        return held
+
     def _one(self, job: Job) -> None:
+        promise = self._release_promise(job)
         elig = self.cluster.eligible_for(job)
         self.out.examined.add(elig.key)
         never = self._never_reason(job, elig)
@@ -87,7 +122,7 @@ class BackfillPass:
             ids = tuple(self.cluster.ids[x] for x in nodes)
             self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
             return
-        if not (self._may_reserve(job) and self._reserve(job, elig)):
+        if not (self._may_reserve(job) and self._reserve(job, elig, promise)):
             self._wait(job, *self._blocked_reason(job, fits_free))
         if self.rules.stop_at_block:
             self.stopped[job.queue] = job.id
@@ -165,8 +200,11 @@ class BackfillPass:
         ok[doubtful] = self.profile.holds_over(ranked[doubtful], d, self.now, release)
         return ranked[ok]
 
-    def _reserve(self, job: Job, elig: Eligible) -> bool:
+    def _reserve(self, job: Job, elig: Eligible,
+                 promise: tuple[np.ndarray, float, float] | None = None) -> bool:
         found = self._earliest_nodes(job, elig)
+        if promise is not None and (found is None or found[0] > promise[1]):
+            found = (promise[1], np.sort(promise[0]))  # the search's bounds missed it; the slot is free
         if found is None:
             return False
         start, nodes = found

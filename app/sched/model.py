@@ -83,6 +83,9 @@ class Job:
     vip: bool = False
     labels: frozenset[str] = frozenset()
     migrated: bool = False
+    # the reservation a previous pass gave it (start, nodes); conservative never plans it later
+    promise_start: float | None = None
+    promise_nodes: tuple[str, ...] = ()
 
     @property
     def demand(self) -> Triple:

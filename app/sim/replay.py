@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -128,6 +128,8 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
         decisions += 1
         for r in decision.reservations:
             promised.setdefault(r.job_id, r.start_time)
+            job = pending[r.job_id]  # the resource manager sends the latest promise back next time
+            pending[r.job_id] = replace(job, promise_start=r.start_time, promise_nodes=r.node_ids)
         for s in decision.starts:
             j = by_id[s.job_id]
             del pending[j.id]

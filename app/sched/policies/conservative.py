@@ -1,8 +1,14 @@
 """Conservative backfilling: every blocked job is reserved (up to `reservation_depth` per queue);
-a job starts early only if it delays none of them. Reservations stack in time on a node."""
+a job starts early only if it delays none of them. Reservations stack in time on a node.
+
+A pending job may carry the reservation an earlier pass gave it (`promise_start`, `promise_nodes`):
+that slot is held for it, so re-planning never starts it later than promised (the guarantee of
+conservative backfilling, which a stateless pass would otherwise lose when jobs end early)."""
 
 from __future__ import annotations
 
+from app.sched.backfill import PassRules
+from app.sched.order import Scored
 from app.sched.params import ConservativeParams
 from app.sched.policies.base import BasePolicy
 
@@ -12,3 +18,6 @@ NAME = "conservative"
 class ConservativePolicy(BasePolicy):
     NAME = NAME
     Params = ConservativeParams
+
+    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+        return PassRules(reservation_depth=self.params.reservation_depth, keep_promises=True)
