@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -23,7 +24,7 @@ from app.cli import policy_params  # noqa: E402
 from app.sim.metrics import run_metrics  # noqa: E402
 from app.sim.replay import replay  # noqa: E402
 from app.sim.swf import read_swf  # noqa: E402
-from app.sim.workload import default_machine, workload  # noqa: E402
+from app.sim.workload import Workload, default_machine, workload  # noqa: E402
 from bench.common import calibration_line  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,6 +60,28 @@ def rows_for(trace: Path, policies: list[str], jobs: int | None) -> list[dict[st
     return rows
 
 
+def window_rows(trace: Path, policies: list[str], windows: int, size: int, seed: int) -> list[dict[str, Any]]:
+    """Mean bounded slowdown over `windows` random windows of `size` consecutive jobs (the protocol of
+    the RLScheduler paper, SC20): every policy sees the same windows."""
+    t = read_swf(trace)
+    w = workload(t, default_machine(t))
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, max(1, len(w.jobs) - size), size=windows)
+    rows = []
+    for label in policies:
+        name, pairs = _spec(label)
+        _, params = policy_params(name, pairs)
+        bslds = []
+        for s in starts.tolist():
+            part = Workload(w.machine, w.jobs[s:s + size], w.notes)
+            bslds.append(run_metrics(replay(part, name, params), w.machine)["bsld_mean"])
+        rows.append({"trace": trace.name, "windows": windows, "window_jobs": size, "policy": label,
+                     "bsld_mean": float(np.mean(bslds)), "bsld_median": float(np.median(bslds)),
+                     "bsld_worst": float(np.max(bslds))})
+        console.print(f"  {trace.name} {label}: mean bsld over windows {rows[-1]['bsld_mean']:.1f}")
+    return rows
+
+
 def _table(rows: list[dict[str, Any]]) -> Table:
     cols = list(rows[0]) if rows else []
     table = Table(title="Trace replay (time grain 1 s; estimates: requested time, else the run time)")
@@ -76,12 +99,18 @@ def main(
                                              "shared data folder")] = "",
     policies: Annotated[str, typer.Option(help="comma-separated; name:k=v;k=v for parameters")] = POLICIES,
     jobs: Annotated[int, typer.Option(help="first N jobs of each trace; 0 = all")] = 10_000,
+    windows: Annotated[int, typer.Option(help="instead: mean bsld over this many random windows")] = 0,
+    window_size: Annotated[int, typer.Option(help="jobs per window")] = 1024,
+    seed: Annotated[int, typer.Option(help="seed of the window draw")] = 0,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     paths = [Path(p) for p in traces.split(",") if p] or sorted(DEFAULT_TRACES.glob("*.swf*"))
     if not paths:
         raise typer.BadParameter("no trace given and none found in the shared data folder")
-    rows = [r for p in paths for r in rows_for(p, policies.split(","), jobs or None)]
+    if windows:
+        rows = [r for p in paths for r in window_rows(p, policies.split(","), windows, window_size, seed)]
+    else:
+        rows = [r for p in paths for r in rows_for(p, policies.split(","), jobs or None)]
     console.print(_table(rows))
     console.print(calibration_line())
     if json_out:

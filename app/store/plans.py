@@ -19,12 +19,17 @@ PREFIX = "hpcsched:plan:"
 
 
 class PlanStore(Protocol):
+    backend: str  # "memory" or "redis"
+
     def save(self, plan_id: str, body: bytes, ttl_s: int) -> None: ...
     def load(self, plan_id: str) -> bytes | None: ...
+    def ping(self) -> None: ...  # StoreUnavailableError when the backend cannot be reached
 
 
 class MemoryPlanStore:
     """Bounded (oldest evicted first) and expiring; safe across the thread pool."""
+
+    backend = "memory"
 
     def __init__(self, max_plans: int = 1000, clock=time.monotonic) -> None:  # type: ignore[no-untyped-def]
         self._plans: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
@@ -49,8 +54,13 @@ class MemoryPlanStore:
                 return None
             return entry[1]
 
+    def ping(self) -> None:
+        return None
+
 
 class RedisPlanStore:
+    backend = "redis"
+
     def __init__(self, client: redis.Redis) -> None:
         self._r = client
 
@@ -69,6 +79,13 @@ class RedisPlanStore:
             return self._r.get(PREFIX + plan_id)  # type: ignore[return-value]
         except redis.RedisError as exc:
             raise StoreUnavailableError(f"the plan cache (Redis) cannot be reached: {exc}") from exc
+
+
+    def ping(self) -> None:
+        try:
+            self._r.ping()
+        except redis.RedisError as exc:
+            raise StoreUnavailableError(f"Redis cannot be reached: {exc}") from exc
 
 
 def plan_store(redis_url: str | None) -> PlanStore:

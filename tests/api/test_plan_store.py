@@ -66,3 +66,15 @@ def test_memory_store_expires_and_evicts_the_oldest() -> None:
     store.save("c", b"C", ttl_s=100)
     store.save("d", b"D", ttl_s=100)
     assert store.load("b") is None and store.load("c") == b"C" and store.load("d") == b"D"
+
+
+def test_readyz_follows_redis(real_redis: redis.Redis) -> None:
+    assert Client(create_app(Settings(redis_url=REDIS_URL))).get("/readyz").json() == {
+        "status": "ok", "store": "redis"}
+    down = Client(create_app(Settings(redis_url=DEAD_URL))).get("/readyz")
+    assert down.status_code == 503 and down.json()["status"] == "unavailable"
+    assert "Redis cannot be reached" in down.json()["detail"]
+
+
+def test_readyz_without_redis_is_ready(client: Client) -> None:
+    assert client.get("/readyz").json() == {"status": "ok", "store": "memory"}

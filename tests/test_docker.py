@@ -1,0 +1,51 @@
+"""What can be checked of the container set-up without a Docker engine: the compose file parses and
+wires the service to a healthy Redis; the Dockerfile runs as non-root, has a health check, and starts
+the command the README documents."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
+COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
+README = (ROOT / "README.md").read_text()
+
+
+def instruction(name: str) -> str:
+    logical = re.sub(r"\\\n\s*", " ", DOCKERFILE)  # join continued lines
+    lines = re.findall(rf"^{name}\s+(.*)$", logical, flags=re.MULTILINE)
+    assert len(lines) == 1, f"one {name} in the Dockerfile"
+    return lines[0].strip()
+
+
+def test_compose_runs_the_service_after_a_healthy_redis() -> None:
+    services = COMPOSE["services"]
+    app, redis = services["hpcsched"], services["redis"]
+    assert app["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
+    assert app["image"].startswith("hpcsched:")
+    assert app["ports"] == ["8000:8000"]
+    assert app["depends_on"] == {"redis": {"condition": "service_healthy"}}
+    assert app["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+    assert "readyz" in " ".join(app["healthcheck"]["test"])
+    assert redis["image"].startswith("redis:")
+    assert redis["healthcheck"]["test"] == ["CMD", "redis-cli", "ping"]
+
+
+def test_dockerfile_is_slim_non_root_and_checked() -> None:
+    assert instruction("FROM").startswith("python:") and "slim" in instruction("FROM")
+    assert instruction("USER") not in ("root", "0")
+    assert "/healthz" in instruction("HEALTHCHECK")
+    assert instruction("EXPOSE") == "8000"
+
+
+def test_dockerfile_starts_the_documented_command() -> None:
+    cmd = json.loads(instruction("CMD"))
+    assert cmd[:2] == ["sh", "-c"] and cmd[2].startswith("exec ")
+    started = cmd[2].removeprefix("exec ")
+    assert f"\n{started}\n" in README, "README shows the command the container runs"
+    assert "docker compose -f docker/compose.yaml up" in README
