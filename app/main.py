@@ -8,7 +8,8 @@ from fastapi import FastAPI
 
 from app.api import errors
 from app.api.limits import BodyLimit
-from app.api.routes import dag, health, schedule, simulate
+from app.api.observe import Metrics, RequestLog, configure_logging
+from app.api.routes import dag, health, metrics, schedule, simulate
 from app.settings import Settings, get_settings
 from app.store.plans import plan_store
 from schemas.dag import DagPlanRequest
@@ -29,12 +30,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.plans = plan_store(settings.redis_url)
+    app.state.metrics = Metrics()
+    configure_logging(settings.log_level)
     errors.install(app)
     app.include_router(schedule.router)
     app.include_router(dag.router)
     app.include_router(simulate.router)
     app.include_router(health.router)
+    app.include_router(metrics.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestLog, metrics=app.state.metrics)  # outermost: sees every answer
     _register_request_schema(app)
     return app
 

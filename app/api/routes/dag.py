@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from app import service
 from app.api.raw_body import ERRORS, body_doc, parse, read_body
 from app.convert_dag import DagLimits
+from app.errors import NotFoundError
 from app.gantt import gantt_svg
 from app.settings import Settings
 from schemas.common import ErrorBody
@@ -52,7 +53,13 @@ async def plan(request: Request) -> DagPlanResponse:
 )
 def get_plan(request: Request, plan_id: str,
              format: Literal["json", "svg"] = Query("json", description="svg: a Gantt chart")) -> Response:
-    plan = service.get_plan(request.app.state.plans, plan_id)
+    cache = request.app.state.metrics.cache
+    try:
+        plan = service.get_plan(request.app.state.plans, plan_id)
+    except NotFoundError:
+        cache.labels("plan", "miss").inc()
+        raise
+    cache.labels("plan", "hit").inc()
     if format == "svg":
         return Response(gantt_svg(plan), media_type="image/svg+xml")
     return Response(plan.model_dump_json(), media_type="application/json")
