@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from app.convert_dag import DagLimits, problem_from_wire  # noqa: E402
 from app.sched.dag.model import DagProblem, Group  # noqa: E402
 from app.sched.registry import plan_dag  # noqa: E402
-from bench.common import Server, calibration_line, median_ms  # noqa: E402
+from bench.common import Server, finish, median_ms  # noqa: E402
 from bench.dag_workload import groups, layered_dag  # noqa: E402
 from schemas.dag import DagPlanRequest  # noqa: E402
 
@@ -124,17 +124,14 @@ def main(
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     rows = speed_rows([int(x) for x in sizes.split(",") if x], n_groups, repeat, http)
-    console.print(_table("DAG planning time (median, layered DAGs, ccr 1)", rows))
+    tables = [_table("DAG planning time (median, layered DAGs, ccr 1)", rows)]
     out: dict[str, Any] = {"speed": rows}
     if quality:
         if not workflows.is_dir():
             console.print(f"[yellow]no workflow folder at {workflows}: random DAGs only[/]")
-        q = quality_rows(workflows)
-        console.print(_table("Makespan relative to HEFT (lower is better)", q))
-        out["quality"] = q
-    console.print(calibration_line())
-    if json_out:
-        json_out.write_text(json.dumps(out, indent=1))
+        out["quality"] = quality_rows(workflows)
+        tables.append(_table("Makespan relative to HEFT (lower is better)", out["quality"]))
+    finish(console, tables, out, json_out)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.sched.registry import POLICIES, decide  # noqa: E402
-from bench.common import Server, calibration_line, median_ms  # noqa: E402
+from bench.common import Server, finish, median_ms  # noqa: E402
 from bench.workload import cluster, pending, request_body  # noqa: E402
 
 console = Console(width=160)
@@ -87,10 +87,7 @@ def main(
     finally:
         if server is not None:
             server.close()
-    console.print(_table(rows))
-    console.print(calibration_line())
-    if json_out:
-        json_out.write_text(json.dumps(rows, indent=1))
+    finish(console, [_table(rows)], rows, json_out)
 
 
 if __name__ == "__main__":

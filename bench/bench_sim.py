@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -25,7 +24,7 @@ from app.sim.metrics import run_metrics  # noqa: E402
 from app.sim.replay import replay  # noqa: E402
 from app.sim.swf import read_swf  # noqa: E402
 from app.sim.workload import Workload, default_machine, workload  # noqa: E402
-from bench.common import calibration_line  # noqa: E402
+from bench.common import finish  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = ROOT.parent / "shared" / "data" / "traces"
@@ -111,10 +110,7 @@ def main(
         rows = [r for p in paths for r in window_rows(p, policies.split(","), windows, window_size, seed)]
     else:
         rows = [r for p in paths for r in rows_for(p, policies.split(","), jobs or None)]
-    console.print(_table(rows))
-    console.print(calibration_line())
-    if json_out:
-        json_out.write_text(json.dumps(rows, indent=1))
+    finish(console, [_table(rows)], rows, json_out)
 
 
 if __name__ == "__main__":

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import statistics
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +15,15 @@ import uvicorn
 
 from app.main import create_app
 from app.settings import Settings
+
+
+def finish(console: Any, tables: list[Any], result: Any, json_out: Path | None) -> None:
+    """Print the tables and the machine yardstick; write the result as JSON when asked."""
+    for table in tables:
+        console.print(table)
+    console.print(calibration_line())
+    if json_out:
+        json_out.write_text(json.dumps(result, indent=1))
 
 
 def calibration_line() -> str:

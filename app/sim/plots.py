@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -22,14 +23,7 @@ def wait_cdf(results: Mapping[str, ReplayResult], path: Path) -> Path:
         waits = np.sort([max(rec.start - rec.job.submit, 1.0) for rec in r.records])
         ax.step(waits, np.arange(1, waits.size + 1) / max(waits.size, 1), where="post", label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("wait (s)")
-    ax.set_ylabel("share of jobs waiting at most this long")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, ax, "wait (s)", "share of jobs waiting at most this long", path)
 
 
 def utilisation(results: Mapping[str, ReplayResult], machine: Machine, path: Path, bins: int = 200) -> Path:
@@ -47,9 +41,13 @@ def utilisation(results: Mapping[str, ReplayResult], machine: Machine, path: Pat
             hi = np.clip(edges[1:], rec.start, rec.end)
             busy += (hi - lo) * cores
         ax.plot((edges[:-1] - t0) / 86400, busy / (width * machine.cores), label=name, lw=1)
-    ax.set_xlabel("days since the first submission")
-    ax.set_ylabel("utilisation")
     ax.set_ylim(0, 1.05)
+    return _save(fig, ax, "days since the first submission", "utilisation", path)
+
+
+def _save(fig: Any, ax: Any, xlabel: str, ylabel: str, path: Path) -> Path:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
