@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from app.api import errors
 from app.api.limits import BodyLimit
@@ -22,7 +23,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.gc_gen0_threshold:
         _, gen1, gen2 = gc.get_threshold()
         gc.set_threshold(settings.gc_gen0_threshold, gen1, gen2)
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc with their assets from the package, no CDN
         title="hpcsched",
         version="0.1.0",
         summary="Scheduling decisions for HPC clusters: starts, backfills, reservations, "
