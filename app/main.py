@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from app.api import errors
+from app.api.auth import ApiKeys, parse_keys
 from app.api.limits import BodyLimit
 from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import dag, health, metrics, schedule, simulate
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(metrics.router)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(ApiKeys, keys=parse_keys(settings.api_keys))
     app.add_middleware(RequestLog, metrics=app.state.metrics)  # outermost: sees every answer
     _register_request_schema(app)
     return app

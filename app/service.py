@@ -33,7 +33,7 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0) -> ScheduleResponse:
 
 
 def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: int,
-             parse_ms: float = 0.0) -> DagPlanResponse:
+             parse_ms: float = 0.0, tenant: str = "public") -> DagPlanResponse:
     """Check, plan, and keep the plan for polling. A plan that cannot be kept is still answered,
     with no plan_id and a warning saying why."""
     t0 = time.perf_counter()
@@ -47,15 +47,16 @@ def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: in
     plan_id = uuid.uuid4().hex
     resp.plan_id, resp.expires_in_s = plan_id, ttl_s
     try:
-        store.save(plan_id, resp.model_dump_json().encode(), ttl_s)
+        store.save(f"{tenant}:{plan_id}", resp.model_dump_json().encode(), ttl_s)
     except StoreUnavailableError as exc:
         resp.plan_id, resp.expires_in_s = None, None
         resp.warnings.append(f"the plan was not kept, GET cannot return it: {exc}")
     return resp
 
 
-def get_plan(store: PlanStore, plan_id: str) -> DagPlanResponse:
-    body = store.load(plan_id)
+def get_plan(store: PlanStore, plan_id: str, tenant: str = "public") -> DagPlanResponse:
+    """A plan kept for this tenant; another tenant's plan is as unknown as a plan never made."""
+    body = store.load(f"{tenant}:{plan_id}")
     if body is None:
         raise NotFoundError(f"no plan {plan_id!r}: it never existed or it expired")
     return DagPlanResponse.model_validate_json(body)

@@ -16,6 +16,8 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("HPCSCHED_REDIS_URL", "REDIS_URL")
     )
     log_level: str = "info"
+    api_keys: str | None = Field(
+        None, description="`tenant=key` pairs, comma-separated; set, every non-public request needs a key")
     plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")
     sim_max_jobs: int = Field(20_000, ge=1, description="POST /simulate refuses longer traces")
     dag_max_tasks: int = Field(20_000, ge=1, description="larger workflows get 422")

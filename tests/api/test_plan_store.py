@@ -32,7 +32,7 @@ def test_two_instances_share_plans_through_redis(real_redis: redis.Redis) -> Non
     one = Client(create_app(Settings(redis_url=REDIS_URL, plan_ttl_s=120)))
     two = Client(create_app(Settings(redis_url=REDIS_URL, plan_ttl_s=120)))
     plan = one.post("/dag/plan", json=EXAMPLE).json()
-    assert 0 < real_redis.ttl(PREFIX + plan["plan_id"]) <= 120
+    assert 0 < real_redis.ttl(PREFIX + "public:" + plan["plan_id"]) <= 120
     got = two.get(f"/dag/plan/{plan['plan_id']}")
     assert got.status_code == 200 and got.json() == plan
     assert two.get(f"/dag/plan/{plan['plan_id']}?format=svg").status_code == 200

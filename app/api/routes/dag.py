@@ -24,7 +24,8 @@ def _run(body: bytes, request: Request) -> DagPlanResponse:
     settings: Settings = request.app.state.settings
     req, parse_ms = parse(DagPlanRequest, body)
     limits = DagLimits(settings.dag_max_tasks, settings.dag_max_cells)
-    return service.plan_dag(req, request.app.state.plans, limits, settings.plan_ttl_s, parse_ms)
+    return service.plan_dag(req, request.app.state.plans, limits, settings.plan_ttl_s, parse_ms,
+                            request.state.tenant)
 
 
 @router.post(
@@ -55,7 +56,7 @@ def get_plan(request: Request, plan_id: str,
              format: Literal["json", "svg"] = Query("json", description="svg: a Gantt chart")) -> Response:
     cache = request.app.state.metrics.cache
     try:
-        plan = service.get_plan(request.app.state.plans, plan_id)
+        plan = service.get_plan(request.app.state.plans, plan_id, request.state.tenant)
     except NotFoundError:
         cache.labels("plan", "miss").inc()
         raise
