@@ -16,6 +16,7 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("HPCSCHED_REDIS_URL", "REDIS_URL")
     )
     log_level: str = "info"
+    workers: int = Field(2, ge=1, description="uvicorn worker processes (the container's command reads it)")
     api_keys: str | None = Field(
         None, description="`tenant=key` pairs, comma-separated; set, every non-public request needs a key")
     plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")

@@ -14,7 +14,11 @@ from schemas.common import ErrorBody
 
 Model = TypeVar("Model", bound=BaseModel)
 
+UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "API keys are configured and this request has no valid one"},
+}
 ERRORS: dict[int | str, dict[str, Any]] = {
+    **UNAUTHORIZED,
     413: {"model": ErrorBody, "description": "Body over the configured size limit"},
     422: {"model": ErrorBody, "description": "Invalid request: every bad field named in `loc`"},
 }

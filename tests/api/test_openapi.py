@@ -30,3 +30,19 @@ def test_schedule_is_documented_with_a_working_example() -> None:
         "/ScheduleRequest")
     assert spec["components"]["schemas"]["ScheduleRequest"]["examples"]
     assert {"200", "413", "422"} <= set(op["responses"])
+
+
+def test_every_operation_is_summarised_with_examples_and_errors() -> None:
+    """Postman and curl users start from a working body; every refusal the service makes is listed."""
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    schemas = spec["components"]["schemas"]
+    public = {"/healthz", "/readyz", "/metrics"}
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            assert op.get("summary"), f"{method} {path} has no summary"
+            if path not in public:
+                assert "401" in op["responses"], f"{method} {path} does not document 401"
+            if method == "post":
+                name = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+                assert schemas[name].get("examples"), f"{name} has no example"
+                assert {"413", "422"} <= set(op["responses"]), f"{method} {path} errors"

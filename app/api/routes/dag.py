@@ -9,7 +9,7 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from app import service
-from app.api.raw_body import ERRORS, body_doc, parse, read_body
+from app.api.raw_body import ERRORS, UNAUTHORIZED, body_doc, parse, read_body
 from app.convert_dag import DagLimits
 from app.errors import NotFoundError
 from app.gantt import gantt_svg
@@ -47,6 +47,7 @@ async def plan(request: Request) -> DagPlanResponse:
     responses={
         200: {"content": {"image/svg+xml": {}},
               "description": "The plan, or its Gantt chart with format=svg"},
+        **UNAUTHORIZED,
         404: {"model": ErrorBody, "description": "No such plan, or it expired"},
         503: {"model": ErrorBody, "description": "The plan cache (Redis) cannot be reached"},
     },
