@@ -57,7 +57,7 @@ def default_machine(trace: SwfTrace, cores_per_node: int = 1, mem_mib_per_node: 
 def workload(trace: SwfTrace, machine: Machine) -> Workload:
     """The jobs the replay can run, in submit order; every job left out is counted in `notes`."""
     jobs, notes = [], []
-    not_run = too_big = stand_in = 0
+    not_run = too_big = stand_in = capped = 0
     for j in trace.jobs:
         procs = j.procs
         if j.run < 0 or procs <= 0:
@@ -70,7 +70,9 @@ def workload(trace: SwfTrace, machine: Machine) -> Workload:
         cpu = math.ceil(procs / nodes)
         mem = 0
         if machine.mem_mib_per_node and j.req_mem_kb > 0:
-            mem = min(machine.mem_mib_per_node, math.ceil(j.req_mem_kb * cpu / 1024))
+            mem = math.ceil(j.req_mem_kb * cpu / 1024)
+            if mem > machine.mem_mib_per_node:
+                mem, capped = machine.mem_mib_per_node, capped + 1
         estimate = j.req_time
         if estimate <= 0:
             estimate, stand_in = max(j.run, 1.0), stand_in + 1
@@ -82,6 +84,9 @@ def workload(trace: SwfTrace, machine: Machine) -> Workload:
         notes.append(f"{not_run} jobs left out: no run time or no processor count (cancelled before start)")
     if too_big:
         notes.append(f"{too_big} jobs left out: more processors than the machine has")
+    if capped:
+        notes.append(f"{capped} jobs asked more memory per node than a node has: they get the whole node's "
+                     "memory (the log shows they ran, so the request overstated the need)")
     if stand_in:
         notes.append(f"{stand_in} jobs have no requested time: their real run time stands in as the estimate")
     return Workload(machine, jobs, notes)

@@ -75,3 +75,13 @@ def test_malformed_line_is_named(line: bytes, msg: str) -> None:
 
 def test_limit_keeps_the_first_jobs() -> None:
     assert len(read_swf(SDSC, limit=10).jobs) == 10
+
+
+def test_memory_requests_become_per_node_mib_and_oversized_ones_are_noted() -> None:
+    # job 1 asks 2 processors × 600,000 KB; job 2 asks 1 processor × 100,000 KB
+    t = read_swf(b"; MaxProcs: 4\n"
+                 b"1 0 -1 10 2 -1 -1 2 20 600000 1 1 1 -1 0 -1 -1 -1\n"
+                 b"2 0 -1 10 1 -1 -1 1 20 100000 1 1 1 -1 0 -1 -1 -1\n")
+    w = workload(t, default_machine(t, cores_per_node=2, mem_mib_per_node=1024))
+    assert [(j.nodes, j.cpu, j.mem_mib) for j in w.jobs] == [(1, 2, 1024), (1, 1, 98)]
+    assert any("1 jobs asked more memory" in n for n in w.notes)
