@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from schemas.common import Capacity, NodeState, Resources, Strict
+from schemas.common import TIME_BOUND, Capacity, NodeState, Resources, Strict, Time
 
 Id = str
 
@@ -33,6 +33,6 @@ class RunningJobIn(Strict):
     id: Id = Field(..., min_length=1)
     queue: str = Field("default", min_length=1)
     allocation: list[NodeAllocIn] = Field(..., min_length=1, description="what it holds, per node")
-    start_time: float = Field(..., description="epoch seconds")
-    walltime_s: float = Field(..., gt=0, description="walltime estimate, seconds")
+    start_time: Time = Field(..., description="epoch seconds")
+    walltime_s: float = Field(..., gt=0, le=TIME_BOUND, description="walltime estimate, seconds")
     migrated: bool = False

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 
 class Strict(BaseModel):
-    """Base of every request model: unknown fields are refused, never silently dropped."""
+    """Base of every request model: unknown fields are refused, never silently dropped; so are
+    infinities and NaN, which no scheduler arithmetic survives."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# Bounds on times (epoch or plan seconds) and durations: far beyond any real value, and small enough
+# that every sum the schedulers make stays finite.
+TIME_BOUND = 1e12
+Time = Annotated[float, Field(ge=-TIME_BOUND, le=TIME_BOUND)]  # an instant, seconds
 
 
 class Resources(Strict):

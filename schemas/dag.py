@@ -4,11 +4,14 @@ resource service groups in; a plan (group, slot, start and finish of every task)
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.common import Strict
+from schemas.common import TIME_BOUND, Strict, Time
+
+MAX_SECONDS = TIME_BOUND  # bounds that keep every sum of times and transfers finite
+MAX_BYTES = 1e18
 
 
 class TaskState(StrEnum):
@@ -20,16 +23,17 @@ class TaskState(StrEnum):
 class TaskIn(Strict):
     id: str = Field(..., min_length=1)
     work: float | None = Field(
-        None, ge=0, description="seconds on a group of speed 1; give `work` or `costs`, not both")
-    costs: dict[str, float] | None = Field(
+        None, ge=0, le=MAX_SECONDS,
+        description="seconds on a group of speed 1; give `work` or `costs`, not both")
+    costs: dict[str, Annotated[float, Field(ge=0, le=MAX_SECONDS)]] | None = Field(
         None, description="seconds on each group that can run it (group id -> seconds); "
         "groups not named cannot run it")
     requires: list[str] = Field(
         default_factory=list, description="libraries/labels a group must have to run it (with `work`)")
     status: TaskState = TaskState.pending
     group: str | None = Field(None, description="where it ran or runs (running and done tasks)")
-    start: float | None = Field(None, description="actual start (running; optional for done)")
-    finish: float | None = Field(None, description="actual finish (done)")
+    start: Time | None = Field(None, description="actual start (running; optional for done)")
+    finish: Time | None = Field(None, description="actual finish (done)")
 
 
 class EdgeIn(Strict):
@@ -37,39 +41,39 @@ class EdgeIn(Strict):
 
     source: str = Field(..., alias="from", min_length=1)
     target: str = Field(..., alias="to", min_length=1)
-    data: float = Field(0.0, ge=0, description="bytes sent from `from` to `to`")
+    data: float = Field(0.0, ge=0, le=MAX_BYTES, description="bytes sent from `from` to `to`")
 
 
 class GroupIn(Strict):
     id: str = Field(..., min_length=1)
-    speed: float = Field(1.0, gt=0, description="work units per second")
+    speed: float = Field(1.0, ge=1e-6, le=1e6, description="work units per second")
     labels: list[str] = Field(default_factory=list, description="libraries/labels it offers")
-    free_at: float | None = Field(None, description="when it is next free; default: now")
+    free_at: Time | None = Field(None, description="when it is next free; default: now")
     slots: int = Field(1, ge=1, le=4096, description="tasks it runs at once")
 
 
 class LinkIn(Strict):
     a: str = Field(..., min_length=1)
     b: str = Field(..., min_length=1)
-    bandwidth: float = Field(..., gt=0, description="bytes per second, both ways")
-    latency: float = Field(0.0, ge=0, description="seconds")
+    bandwidth: float = Field(..., ge=1.0, description="bytes per second, both ways")
+    latency: float = Field(0.0, ge=0, le=MAX_SECONDS, description="seconds")
 
 
 class NetworkIn(Strict):
-    bandwidth: float = Field(1.25e8, gt=0, description="bytes per second between two groups")
-    latency: float = Field(0.0, ge=0, description="seconds per transfer between two groups")
+    bandwidth: float = Field(1.25e8, ge=1.0, description="bytes per second between two groups")
+    latency: float = Field(0.0, ge=0, le=MAX_SECONDS, description="seconds per transfer between two groups")
     links: list[LinkIn] = Field(default_factory=list, description="per-pair overrides")
 
 
 class Foreign(BaseModel):
     """WfFormat is another project's format: the fields listed are read, the others are ignored."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", allow_inf_nan=False)
 
 
 class WfFile(Foreign):
     id: str
-    sizeInBytes: float = Field(0, ge=0)
+    sizeInBytes: float = Field(0, ge=0, le=MAX_BYTES)
 
 
 class WfSpecTask(Foreign):
@@ -87,7 +91,7 @@ class WfSpecification(Foreign):
 
 class WfExecTask(Foreign):
     id: str
-    runtimeInSeconds: float = Field(..., ge=0)
+    runtimeInSeconds: float = Field(..., ge=0, le=MAX_SECONDS)
 
 
 class WfCpu(Foreign):
@@ -158,7 +162,7 @@ EXAMPLE = {
 class DagPlanRequest(Strict):
     model_config = {"extra": "forbid", "json_schema_extra": {"examples": [EXAMPLE]}}
 
-    now: float = Field(0.0, description="plan start; nothing pending starts before it")
+    now: Time = Field(0.0, description="plan start; nothing pending starts before it")
     tasks: list[TaskIn] | None = Field(None, description="the workflow's tasks (or give `workflow`)")
     edges: list[EdgeIn] = Field(default_factory=list)
     workflow: WfInstance | None = Field(None, description="a WfFormat 1.5 instance instead of tasks/edges")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from schemas.cluster import NodeIn, RunningJobIn
-from schemas.common import ReasonCode, StartKind, Strict
+from schemas.common import TIME_BOUND, ReasonCode, StartKind, Strict, Time
 from schemas.policies import EasyPolicy, PolicySpec
 
 
@@ -13,18 +13,18 @@ class PendingJobIn(Strict):
     id: str = Field(..., min_length=1)
     user: str = ""
     queue: str = Field("default", min_length=1)
-    submit_time: float = Field(..., description="epoch seconds")
+    submit_time: Time = Field(..., description="epoch seconds")
     nodes: int = Field(1, ge=1, description="number of nodes")
     cpu: int = Field(1, ge=1, description="cpu cores per node")
     mem_mib: int = Field(0, ge=0, description="memory per node, MiB")
     gpu: int = Field(0, ge=0, description="gpus per node")
-    walltime_s: float = Field(..., gt=0, description="walltime estimate, seconds")
+    walltime_s: float = Field(..., gt=0, le=TIME_BOUND, description="walltime estimate, seconds")
     priority: float = Field(0.0, description="preset priority Y agreed with the administrator")
     user_priority: float = 0.0
     queue_priority: float = 0.0
     vip: bool = False
     labels: list[str] = Field(default_factory=list, description="required node labels")
-    promised_start: float | None = Field(
+    promised_start: Time | None = Field(
         None, description="the start of the reservation a previous answer gave this job; with "
         "`promised_nodes`, `conservative` never plans it later (send back what `reservations` said)")
     promised_nodes: list[str] = Field(default_factory=list, description="that reservation's nodes")
@@ -55,7 +55,7 @@ EXAMPLE = {
 
 
 class ScheduleRequest(Strict):
-    now: float = Field(..., description="epoch seconds")
+    now: Time = Field(..., description="epoch seconds")
     nodes: list[NodeIn] = Field(..., min_length=1)
     running: list[RunningJobIn] = Field(default_factory=list)
     pending: list[PendingJobIn] = Field(default_factory=list)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from schemas.common import Strict
+from schemas.common import TIME_BOUND, Strict
 from schemas.policies import EasyPolicy, PolicySpec
 
 
@@ -16,10 +16,11 @@ class MachineIn(Strict):
 
 class SimJobIn(Strict):
     id: str = Field(..., min_length=1)
-    submit: float = Field(..., ge=0, description="seconds from the trace start")
-    run: float = Field(..., ge=0, description="real run time, seconds")
+    submit: float = Field(..., ge=0, le=TIME_BOUND, description="seconds from the trace start")
+    run: float = Field(..., ge=0, le=TIME_BOUND, description="real run time, seconds")
     procs: int = Field(..., ge=1, description="processors (cores)")
-    estimate: float | None = Field(None, gt=0, description="requested time; default: the run time")
+    estimate: float | None = Field(
+        None, gt=0, le=TIME_BOUND, description="requested time; default: the run time")
     mem_kb_per_proc: float = Field(0, ge=0)
     queue: str = ""
     user: str = ""

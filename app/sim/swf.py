@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 FIELDS = 18
+MAX_VALUE = 1e12  # no real log holds more (seconds, processors, KB); keeps the replay's sums finite
 
 
 class SwfError(ValueError):
@@ -110,6 +111,8 @@ def _job(number: int, line: str) -> SwfJob:
         v = [float(x) for x in parts[:FIELDS]]
     except ValueError as exc:
         raise SwfError(number, f"not a number: {exc}") from exc
+    if not all(abs(x) <= MAX_VALUE for x in v):  # also refuses inf and nan
+        raise SwfError(number, f"a field is not a finite number within ±{MAX_VALUE:g}")
     return SwfJob(
         job_id=str(int(v[0])), submit=v[1], wait=v[2], run=v[3], alloc_procs=int(v[4]), used_mem_kb=v[6],
         req_procs=int(v[7]), req_time=v[8], req_mem_kb=v[9], status=int(v[10]), user=int(v[11]),

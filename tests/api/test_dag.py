@@ -151,7 +151,7 @@ ERRORS = [
     ("work and costs", lambda b: b["tasks"][0].update(costs={"login": 1}), ["body", "tasks", 0],
      "exactly one"),
     ("zero speed", lambda b: b["groups"][0].update(speed=0), ["body", "groups", 0, "speed"],
-     "greater than 0"),
+     "greater than or equal to 0.000001"),
     ("unknown algorithm", lambda b: b.update(algorithm="genetic"), ["body", "algorithm"],
      "'mdl', 'heft' or 'best'"),
     ("unknown field", lambda b: b["tasks"][0].update(walltime=3), ["body", "tasks", 0, "walltime"],
@@ -198,3 +198,20 @@ def test_oversized_body_is_413() -> None:
     r = small.post("/dag/plan", content=EPIGENOMICS.read_bytes(),
                    headers={"content-type": "application/json"})
     assert r.status_code == 413
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    (("edges", 0, "data"), "Infinity"), (("groups", 0, "speed"), "Infinity"), (("now",), "NaN"),
+    (("tasks", 0, "work"), "NaN"), (("network", "bandwidth"), "Infinity"), (("edges", 0, "data"), "1e300"),
+    (("tasks", 0, "work"), "1e300"), (("groups", 0, "speed"), "1e-300"), (("network", "bandwidth"), "1e-300"),
+])
+def test_non_finite_or_absurd_numbers_are_422(client: Client, path: tuple, value: str) -> None:  # type: ignore[type-arg]
+    body: Any = example()
+    target = body
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = "__X__"
+    raw = json.dumps(body).replace('"__X__"', value)
+    r = client.post("/dag/plan", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.json()["detail"][0]["loc"] == ["body", *path]

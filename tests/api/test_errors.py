@@ -131,3 +131,10 @@ def test_oversized_chunked_body_is_413(client: Client) -> None:
                     headers={"content-type": "application/json"})
     assert "content-length" not in r.request.headers
     assert r.status_code == 413
+
+
+@pytest.mark.parametrize(("field", "value"), [("now", "NaN"), ("now", "Infinity"), ("now", "1e300")])
+def test_non_finite_or_absurd_times_are_422(client: Client, field: str, value: str) -> None:
+    raw = json.dumps(body(set_path((field,), "__X__"))).replace('"__X__"', value)
+    r = client.post("/schedule", content=raw, headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", field], r.text

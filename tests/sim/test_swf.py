@@ -85,3 +85,10 @@ def test_memory_requests_become_per_node_mib_and_oversized_ones_are_noted() -> N
     w = workload(t, default_machine(t, cores_per_node=2, mem_mib_per_node=1024))
     assert [(j.nodes, j.cpu, j.mem_mib) for j in w.jobs] == [(1, 2, 1024), (1, 1, 98)]
     assert any("1 jobs asked more memory" in n for n in w.notes)
+
+
+@pytest.mark.parametrize("bad", [b"inf", b"nan", b"1e300"])
+def test_non_finite_or_absurd_values_are_named(bad: bytes) -> None:
+    with pytest.raises(SwfError) as err:
+        read_swf(TINY + b"4 0 -1 " + bad + b" 1 -1 -1 1 20 -1 1 7 1 -1 1 -1 -1 -1\n")
+    assert err.value.line == 11 and "finite" in str(err.value)
