@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from app.main import create_app
 from app.settings import Settings
 from schemas.simulate import EXAMPLE
 from tests.conftest import Client
 from tests.sim.test_replay import EXPECTED, HAND
+
+CLIENT = Client(create_app(Settings()))
 
 
 def test_example_replays(client: Client) -> None:
@@ -49,3 +54,23 @@ def test_bad_traces_are_422(client: Client) -> None:
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "jobs", 1, "id"]
     r = client.post("/simulate", json={"jobs": [{"id": "a", "submit": 0, "run": 1, "procs": 0}]})
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "jobs", 0, "procs"]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 100), st.integers(0, 50), st.integers(1, 6), st.integers(0, 60)),
+                min_size=1, max_size=12),
+       st.sampled_from(["fcfs", "firstfit", "easy", "conservative", "memory_backfill", "priority"]))
+def test_random_small_traces_replay_over_http(jobs: list[tuple[int, int, int, int]], policy: str) -> None:
+    """Every job that fits the 4-node machine runs once, after it arrives; the others are noted."""
+    body = {"jobs": [{"id": str(i), "submit": s, "run": r, "procs": p, **({"estimate": e} if e else {})}
+                     for i, (s, r, p, e) in enumerate(jobs)],
+            "policy": {"name": policy, "params": {"time_grain_s": 1}}, "machine": {"nodes": 4}}
+    r = CLIENT.post("/simulate", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    fitting = sum(p <= 4 for _, _, p, _ in jobs)
+    assert out["jobs"] == fitting and out["metrics"]["jobs"] == fitting
+    if fitting < len(jobs):
+        assert any("more processors than the machine" in n for n in out["notes"])
+    if fitting:
+        assert out["metrics"]["wait_mean"] >= 0 and 0 <= out["metrics"]["utilisation"] <= 1
