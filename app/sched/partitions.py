@@ -1,0 +1,73 @@
+"""Label partitions of seed 003 (algorithms.md §5): which partitions a node is in, which one a job
+searches, and when a node's changed free resources are worth moving it (hysteresis).
+
+Pure functions over the core's records; the cluster cache (a store) calls them and keeps the result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.sched.model import Job, Node, Triple
+
+GPU, BIGMEM, CPU = "gpu", "bigmem", "cpu"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRules:
+    bigmem_mib_per_core: int = 8192  # a node (or job) with more memory per core than this is bigmem
+    cpu_threshold: int = 4  # a node moves only when its free cpu changed by more than this ...
+    mem_threshold_mib: int = 16_384  # ... or its free memory by more than this, since its last move
+
+
+def hardware_labels(node: Node, rules: PartitionRules = PartitionRules()) -> frozenset[str]:
+    """The node's first labels: what its capacity makes it (`gpu`, `bigmem`, else `cpu`), plus the labels
+    the resource manager sent."""
+    cpu, mem, gpu = node.cap
+    if gpu > 0:
+        kind = GPU
+    elif cpu > 0 and mem / cpu > rules.bigmem_mib_per_core:
+        kind = BIGMEM
+    else:
+        kind = CPU
+    return frozenset({kind}) | node.labels
+
+
+def offered_labels(node: Node, free: Triple, rules: PartitionRules = PartitionRules()) -> frozenset[str]:
+    """The partitions the node is offered in now: a hardware label whose resource is used up is
+    withdrawn (a gpu node with no free gpu is not offered to gpu jobs; it still takes cpu jobs)."""
+    labels = set(hardware_labels(node, rules))
+    f_cpu, f_mem, f_gpu = free
+    if GPU in labels and f_gpu <= 0:
+        labels.discard(GPU)
+        labels.add(CPU)
+    if BIGMEM in labels and (f_cpu <= 0 or f_mem / f_cpu <= rules.bigmem_mib_per_core):
+        labels.discard(BIGMEM)
+        labels.add(CPU)
+    return frozenset(labels)
+
+
+def job_label(job: Job, rules: PartitionRules = PartitionRules()) -> str:
+    """The job's second label: the partition it is searched in."""
+    if job.gpu > 0:
+        return GPU
+    if job.cpu > 0 and job.mem_mib / job.cpu > rules.bigmem_mib_per_core:
+        return BIGMEM
+    return CPU
+
+
+def should_move(at_last_move: Triple, free: Triple, rules: PartitionRules = PartitionRules()) -> bool:
+    """Whether a node's free resources drifted far enough since its last move to move it again.
+
+    Changes at or under the thresholds are absorbed, so a node oscillating around a bucket edge by less
+    than a threshold stays where it is. A gpu count change always counts (gpus are few and decisive).
+    """
+    return (abs(free[0] - at_last_move[0]) > rules.cpu_threshold
+            or abs(free[1] - at_last_move[1]) > rules.mem_threshold_mib
+            or free[2] != at_last_move[2])
+
+
+def capacity_bucket(free: Triple) -> int:
+    """Bucket of remaining capacity: the power of two just under the free cores (0 for none), so a
+    job asking c cores looks only in buckets >= log2(c) (floor) and skips nodes that cannot hold it."""
+    return free[0].bit_length()
