@@ -11,9 +11,11 @@ from app.api import errors
 from app.api.auth import ApiKeys, parse_keys
 from app.api.limits import BodyLimit
 from app.api.observe import Metrics, RequestLog, configure_logging
-from app.api.routes import dag, health, metrics, schedule, simulate
+from app.api.routes import clusters, dag, health, metrics, schedule, simulate
 from app.settings import Settings, get_settings
+from app.store.clusters import cluster_store
 from app.store.plans import plan_store
+from schemas.clusters import ClusterPatch, ClusterPut
 from schemas.dag import DagPlanRequest
 from schemas.schedule import ScheduleRequest
 from schemas.simulate import SimulateRequest
@@ -32,10 +34,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.plans = plan_store(settings.redis_url)
+    app.state.clusters = cluster_store(settings.redis_url)
     app.state.metrics = Metrics()
     configure_logging(settings.log_level)
     errors.install(app)
     app.include_router(schedule.router)
+    app.include_router(clusters.router)
     app.include_router(dag.router)
     app.include_router(simulate.router)
     app.include_router(health.router)
@@ -56,7 +60,7 @@ def _register_request_schema(app: FastAPI) -> None:
             return app.openapi_schema
         spec = original()
         components = spec.setdefault("components", {}).setdefault("schemas", {})
-        for model in (ScheduleRequest, DagPlanRequest, SimulateRequest):
+        for model in (ScheduleRequest, DagPlanRequest, SimulateRequest, ClusterPut, ClusterPatch):
             defs = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(defs.pop("$defs", {}))
             components[model.__name__] = defs

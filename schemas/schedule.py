@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from schemas.cluster import NodeIn, RunningJobIn
 from schemas.common import TIME_BOUND, ReasonCode, StartKind, Strict, Time
@@ -56,12 +56,23 @@ EXAMPLE = {
 
 class ScheduleRequest(Strict):
     now: Time = Field(..., description="epoch seconds")
-    nodes: list[NodeIn] = Field(..., min_length=1)
+    cluster_id: str | None = Field(
+        None, min_length=1,
+        description="a cluster cached by PUT /clusters/{id}, instead of `nodes`/`running`")
+    nodes: list[NodeIn] | None = Field(None, min_length=1, description="the inline snapshot's nodes")
     running: list[RunningJobIn] = Field(default_factory=list)
     pending: list[PendingJobIn] = Field(default_factory=list)
     policy: PolicySpec = Field(default_factory=EasyPolicy)
 
     model_config = {"json_schema_extra": {"examples": [EXAMPLE]}}
+
+    @model_validator(mode="after")
+    def _one_snapshot(self) -> ScheduleRequest:
+        if (self.nodes is None) == (self.cluster_id is None):
+            raise ValueError("give an inline snapshot (`nodes`, `running`) or a `cluster_id`, exactly one")
+        if self.cluster_id is not None and self.running:
+            raise ValueError("with `cluster_id`, the running jobs are the cached ones: send none")
+        return self
 
 
 class StartOut(BaseModel):

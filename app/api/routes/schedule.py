@@ -15,9 +15,9 @@ from schemas.schedule import ScheduleRequest, ScheduleResponse
 router = APIRouter()
 
 
-def _run(body: bytes) -> ScheduleResponse:
+def _run(body: bytes, request: Request) -> ScheduleResponse:
     req, parse_ms = parse(ScheduleRequest, body)
-    return service.schedule(req, parse_ms)
+    return service.schedule(req, parse_ms, request.app.state.clusters, request.state.tenant)
 
 
 def _count(metrics: Metrics, resp: ScheduleResponse) -> None:
@@ -39,6 +39,6 @@ def _count(metrics: Metrics, resp: ScheduleResponse) -> None:
 async def schedule(request: Request) -> ScheduleResponse:
     """One scheduling cycle. The body is parsed straight from bytes by pydantic (faster than the
     default path for multi-megabyte snapshots); the decision runs in the thread pool."""
-    resp = await run_in_threadpool(_run, await read_body(request))
+    resp = await run_in_threadpool(_run, await read_body(request), request)
     _count(request.app.state.metrics, resp)
     return resp
