@@ -26,8 +26,10 @@ from schemas.schedule import ScheduleRequest
 
 def checked(state: ClusterPut, where: tuple[str, ...] = ("body",)) -> ClusterPut:
     """The snapshot, allocations derived from its running jobs, after the checks of POST /schedule."""
-    nodes = [n.model_copy(update={"allocated": None}) for n in state.nodes]
-    state = ClusterPut(nodes=nodes, running=state.running)
+    if any(n.allocated is not None for n in state.nodes):
+        nodes = [n.model_copy(update={"allocated": None}) if n.allocated is not None else n
+                 for n in state.nodes]
+        state = ClusterPut(nodes=nodes, running=state.running)
     try:
         check_snapshot(ScheduleRequest(now=0, nodes=state.nodes, running=state.running))
     except InputError as exc:

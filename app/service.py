@@ -97,7 +97,7 @@ def _cached(store: ClusterStore | None, tenant: str, cluster_id: str) -> Cluster
 def put_cluster(store: ClusterStore, tenant: str, cluster_id: str, state: ClusterPut) -> ClusterOut:
     state = checked(state)
     version = store.put(_key(tenant, cluster_id), state.model_dump_json().encode())
-    return _summary(cluster_id, version, state)
+    return _summary(cluster_id, version, state, with_partitions=False)
 
 
 def patch_cluster(store: ClusterStore, tenant: str, cluster_id: str, if_match: int,
@@ -112,7 +112,7 @@ def patch_cluster(store: ClusterStore, tenant: str, cluster_id: str, if_match: i
                                    "read it again and resend the changes")
     state = apply_changes(ClusterPut.model_validate_json(body), patch)
     new_version = store.replace(_key(tenant, cluster_id), if_match, state.model_dump_json().encode())
-    return _summary(cluster_id, new_version, state)
+    return _summary(cluster_id, new_version, state, with_partitions=False)
 
 
 def get_cluster(store: ClusterStore, tenant: str, cluster_id: str) -> ClusterOut:
@@ -127,6 +127,6 @@ def delete_cluster(store: ClusterStore, tenant: str, cluster_id: str) -> None:
         raise NotFoundError(f"no cluster {cluster_id!r}")
 
 
-def _summary(cluster_id: str, version: int, state: ClusterPut) -> ClusterOut:
+def _summary(cluster_id: str, version: int, state: ClusterPut, with_partitions: bool = True) -> ClusterOut:
     return ClusterOut(cluster_id=cluster_id, version=version, nodes=len(state.nodes),
-                      running=len(state.running), partitions=partitions(state))
+                      running=len(state.running), partitions=partitions(state) if with_partitions else None)

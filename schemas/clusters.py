@@ -83,4 +83,5 @@ class ClusterOut(BaseModel):
     version: int
     nodes: int
     running: int
-    partitions: list[PartitionOut]
+    partitions: list[PartitionOut] | None = Field(
+        None, description="each label partition now (GET only: PUT and PATCH answer without it)")
