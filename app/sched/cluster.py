@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from app.sched.model import Job, NodeState, Snapshot
+from app.sched.model import Job, NodeState, Snapshot, WholeCluster
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
 
@@ -49,6 +49,8 @@ class ClusterIndex:
         self.cpu_load = np.array([n.cpu_load for n in nodes], dtype=np.float64)
         self.cpu_ghz = np.array([n.cpu_ghz for n in nodes], dtype=np.float64)
         self.queues = self._queue_slices()
+        self.whole: WholeCluster | None = snapshot.whole
+        self.nodes_total = len(nodes) if snapshot.whole is None else snapshot.whole.nodes
         self._eligible: dict[tuple[str, frozenset[str]], Eligible] = {}
         self._cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, ...]]] = {}
 
@@ -91,6 +93,8 @@ class ClusterIndex:
 
     def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:
         """(nodes of any state whose capacity holds demand, of those the usable ones)."""
+        if self.whole is not None:
+            return _whole_counts(self.whole, elig.key, demand)
         types = self._cap_types.get(elig.key)
         if types is None:
             types = self._capacity_types(elig)
@@ -127,3 +131,12 @@ class ClusterIndex:
             else:
                 seen[e.idx] = True
         return int(seen.sum())
+
+
+def _whole_counts(whole: WholeCluster, key: tuple[str, frozenset[str]],
+                  demand: tuple[int, int, int]) -> tuple[int, int]:
+    queue, labels = key
+    c, m, g = demand
+    fit = [t for t in whole.capacity_types
+           if t.queue == queue and labels <= t.labels and t.cap[0] >= c and t.cap[1] >= m and t.cap[2] >= g]
+    return sum(t.nodes for t in fit), sum(t.up for t in fit)

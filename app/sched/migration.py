@@ -42,10 +42,7 @@ class QueueFacts:
         self.free = cluster.free_now()
         self.cap: dict[str, np.ndarray] = {}
         self.load: dict[str, float] = {}
-        for q, sl in cluster.queues.items():
-            up = cluster.usable[sl]
-            cap = cluster.cap[:, sl][:, up].sum(axis=1)
-            used = cluster.alloc[:, sl][:, up].sum(axis=1)
+        for q, (cap, used) in _queue_totals(cluster).items():
             self.cap[q] = cap
             shares = [used[r] / cap[r] for r in range(3) if cap[r] > 0]
             self.load[q] = float(max(shares)) if shares else 1.0
@@ -64,6 +61,19 @@ class QueueFacts:
         free = elig.take(self.free.T).T
         ok = (free >= np.asarray(job.demand)[:, None]).all(axis=0)
         return int(ok.sum()) >= job.nodes
+
+
+def _queue_totals(cluster: ClusterIndex) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Each queue's (capacity, allocation) over its usable nodes, of the whole cluster."""
+    whole = cluster.whole
+    if whole is not None:
+        return {q: (np.asarray(cap), np.asarray(whole.queue_used.get(q, (0, 0, 0))))
+                for q, cap in whole.queue_cap.items()}
+    out = {}
+    for q, sl in cluster.queues.items():
+        up = cluster.usable[sl]
+        out[q] = (cluster.cap[:, sl][:, up].sum(axis=1), cluster.alloc[:, sl][:, up].sum(axis=1))
+    return out
 
 
 def queue_loads(cluster: ClusterIndex) -> dict[str, float]:

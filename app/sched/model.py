@@ -93,10 +93,33 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityType:
+    """How many nodes of a queue share one label set and one capacity (all states, and usable)."""
+
+    queue: str
+    labels: frozenset[str]
+    cap: Triple
+    nodes: int
+    up: int
+
+
+@dataclass(frozen=True, slots=True)
+class WholeCluster:
+    """Facts of the whole cluster, for a snapshot that holds only some of its nodes (the candidates a
+    cached cluster's index found): what can ever fit, and each queue's load, are judged on these."""
+
+    nodes: int
+    capacity_types: tuple[CapacityType, ...]
+    queue_cap: dict[str, Triple]  # summed over usable nodes
+    queue_used: dict[str, Triple]  # allocated on usable nodes
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     now: float
     nodes: tuple[Node, ...]
     running: tuple[RunningJob, ...] = ()
+    whole: WholeCluster | None = None  # None: `nodes` is the whole cluster
 
 
 @dataclass(frozen=True, slots=True)

@@ -103,7 +103,7 @@ def _decision(
         migrated=len(balanced.migrations),
         pending=len(pending),
         not_evaluated=len(skipped),
-        nodes_total=len(cluster),
+        nodes_total=cluster.nodes_total,
         nodes_examined=cluster.examined(result.examined),
         queue_load=queue_loads(cluster),
     )
