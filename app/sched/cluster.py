@@ -43,8 +43,8 @@ class ClusterIndex:
         self.pos = {nid: i for i, nid in enumerate(self.ids)}
         self.queue_of = [n.queue for n in nodes]
         self.labels = [n.labels for n in nodes]
-        self.cap = np.array([n.cap for n in nodes], dtype=np.int64).T.copy()
-        self.alloc = np.array([n.alloc for n in nodes], dtype=np.int64).T.copy()
+        self.cap = np.array([n.cap for n in nodes], dtype=np.int64).reshape(-1, 3).T.copy()
+        self.alloc = np.array([n.alloc for n in nodes], dtype=np.int64).reshape(-1, 3).T.copy()
         self.usable = np.array([n.state == NodeState.UP for n in nodes], dtype=bool)
         self.cpu_load = np.array([n.cpu_load for n in nodes], dtype=np.float64)
         self.cpu_ghz = np.array([n.cpu_ghz for n in nodes], dtype=np.float64)
