@@ -104,7 +104,7 @@ def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
         if p.id in running_ids:
             errors.append(ErrorDetail(("body", "pending", i, "id"),
                                       f"job {p.id!r} is also listed as running", "duplicate"))
-        errors += _promise_errors(i, p, node_ids)
+        errors += promise_errors(i, p, node_ids)
         if p.nodes > len(req.nodes):
             errors.append(ErrorDetail(("body", "pending", i, "nodes"),
                                       f"asks for {p.nodes} nodes; the cluster has "
@@ -117,7 +117,7 @@ def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
     return held
 
 
-def _promise_errors(i: int, p: PendingJobIn, node_ids: set[str]) -> list[ErrorDetail]:
+def promise_errors(i: int, p: PendingJobIn, node_ids: set[str]) -> list[ErrorDetail]:
     loc = ("body", "pending", i)
     if (p.promised_start is None) != (not p.promised_nodes):
         return [ErrorDetail((*loc, "promised_nodes"), "give promised_start and promised_nodes together")]
