@@ -1,81 +1,50 @@
-"""Cluster cache use cases' pure parts: applying a PATCH's changes to a stored snapshot, checking the
-result like an inline snapshot, and summarising its label partitions."""
+"""Cluster cache use cases' pure parts: checking a snapshot before it is cached, and checking the
+pending jobs of a pass against a cached cluster (what `check_snapshot` does for an inline one)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Callable, Collection
 
-import numpy as np
-
-from app.convert import check_snapshot, snapshot_from_wire
+from app.convert import check_snapshot, promise_errors, snapshot_from_wire
 from app.errors import ErrorDetail, InputError
-from app.sched.partitions import offered_labels
-from app.sched.selectors.fragment import fragment_scores
-from schemas.clusters import (
-    ClusterPatch,
-    ClusterPut,
-    JobEnded,
-    JobStarted,
-    NodeAdded,
-    NodeRemoved,
-    NodeStateChanged,
-    PartitionOut,
-)
-from schemas.schedule import ScheduleRequest
+from app.sched.model import Snapshot
+from schemas.clusters import ClusterPut
+from schemas.schedule import PendingJobIn, ScheduleRequest
 
 
-def checked(state: ClusterPut, where: tuple[str, ...] = ("body",)) -> ClusterPut:
-    """The snapshot, allocations derived from its running jobs, after the checks of POST /schedule."""
+def checked(state: ClusterPut, where: tuple[str, ...] = ("body",)) -> Snapshot:
+    """The core snapshot, allocations derived from its running jobs, after the checks of POST /schedule."""
     if any(n.allocated is not None for n in state.nodes):
         nodes = [n.model_copy(update={"allocated": None}) if n.allocated is not None else n
                  for n in state.nodes]
         state = ClusterPut(nodes=nodes, running=state.running)
+    req = ScheduleRequest(now=0, nodes=state.nodes, running=state.running)
     try:
-        check_snapshot(ScheduleRequest(now=0, nodes=state.nodes, running=state.running))
+        held = check_snapshot(req)
     except InputError as exc:
         raise InputError([ErrorDetail((*where, *e.loc[1:]), e.msg, e.type) for e in exc.errors]) from exc
-    return state
+    return snapshot_from_wire(req, held)[0]
 
 
-def apply_changes(state: ClusterPut, patch: ClusterPatch) -> ClusterPut:
-    """A new snapshot with every change applied in order; InputError names the first change that
-    cannot apply (and nothing is applied)."""
-    nodes = {n.id: n for n in state.nodes}
-    running = {r.id: r for r in state.running}
-    for i, change in enumerate(patch.changes):
-        loc = ("body", "changes", i)
-        if isinstance(change, JobStarted):
-            if change.job.id in running:
-                raise InputError.single((*loc, "job", "id"), f"job {change.job.id!r} is already running")
-            running[change.job.id] = change.job
-        elif isinstance(change, JobEnded):
-            if running.pop(change.job_id, None) is None:
-                raise InputError.single((*loc, "job_id"), f"no running job {change.job_id!r}", "unknown")
-        elif isinstance(change, NodeAdded):
-            if change.node.id in nodes:
-                raise InputError.single((*loc, "node", "id"), f"node {change.node.id!r} exists", "duplicate")
-            nodes[change.node.id] = change.node
-        elif isinstance(change, NodeRemoved | NodeStateChanged):
-            if change.node_id not in nodes:
-                raise InputError.single((*loc, "node_id"), f"no node {change.node_id!r}", "unknown")
-            if isinstance(change, NodeRemoved):
-                del nodes[change.node_id]
-            else:
-                nodes[change.node_id] = nodes[change.node_id].model_copy(update={"state": change.state})
-    return checked(ClusterPut(nodes=list(nodes.values()), running=list(running.values())))
-
-
-def partitions(state: ClusterPut) -> list[PartitionOut]:
-    """Each label partition of the cluster now: how many nodes offer it, and their fragment scores."""
-    req = ScheduleRequest(now=0, nodes=state.nodes, running=state.running)
-    snapshot, _ = snapshot_from_wire(req, check_snapshot(req))
-    cap = np.array([n.cap for n in snapshot.nodes], dtype=np.int64).T
-    free = cap - np.array([n.alloc for n in snapshot.nodes], dtype=np.int64).T
-    scores, _ = fragment_scores(cap, free)
-    members: dict[str, list[float]] = defaultdict(list)
-    for k, node in enumerate(snapshot.nodes):
-        f = (int(free[0, k]), int(free[1, k]), int(free[2, k]))
-        for label in offered_labels(node, f):
-            members[label].append(float(scores[k]))
-    return [PartitionOut(label=label, nodes=len(s), score_min=min(s), score_max=max(s))
-            for label, s in sorted(members.items())]
+def check_pending(pending: list[PendingJobIn], total_nodes: int,
+                  known_nodes: Callable[[list[str]], Collection[str]],
+                  running: Callable[[list[str]], Collection[str]]) -> None:
+    """The pending jobs' cross checks against a cached cluster: duplicate ids, a job also running,
+    a promise on an unknown node, more nodes than the cluster has. `known_nodes` / `running` say
+    which of the ids given exist."""
+    errors: list[ErrorDetail] = []
+    seen: set[str] = set()
+    busy = set(running([p.id for p in pending]))
+    nodes = set(known_nodes(sorted({n for p in pending for n in p.promised_nodes})))
+    for i, p in enumerate(pending):
+        loc = ("body", "pending", i)
+        if p.id in seen or p.id in busy:
+            what = "duplicate pending job id" if p.id in seen else "already running: job"
+            errors.append(ErrorDetail((*loc, "id"), f"{what} {p.id!r}", "duplicate"))
+        seen.add(p.id)
+        if p.nodes > total_nodes:
+            errors.append(ErrorDetail((*loc, "nodes"), f"asks for {p.nodes} nodes; the cluster has "
+                                      f"{total_nodes}", "too_many_nodes"))
+        errors += promise_errors(i, p, nodes)
+    if errors:
+        raise InputError(errors)

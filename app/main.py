@@ -13,7 +13,8 @@ from app.api.limits import BodyLimit
 from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import clusters, dag, health, metrics, schedule, simulate
 from app.settings import Settings, get_settings
-from app.store.clusters import cluster_store
+from app.store.index import ClusterCache
+from app.store.kv import index_kv
 from app.store.plans import plan_store
 from schemas.clusters import ClusterPatch, ClusterPut
 from schemas.dag import DagPlanRequest
@@ -34,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.plans = plan_store(settings.redis_url)
-    app.state.clusters = cluster_store(settings.redis_url)
+    app.state.clusters = ClusterCache(index_kv(settings.redis_url))
     app.state.metrics = Metrics()
     configure_logging(settings.log_level)
     errors.install(app)

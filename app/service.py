@@ -4,41 +4,89 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 
-from app.clusters import apply_changes, checked, partitions
-from app.convert import check_snapshot, decision_to_wire, params_from_wire, snapshot_from_wire
+from app.clusters import check_pending, checked
+from app.convert import check_snapshot, decision_to_wire, job_from_wire, params_from_wire, snapshot_from_wire
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
 from app.convert_sim import result_to_wire, workload_from_wire
-from app.errors import NotFoundError, StoreUnavailableError, VersionConflictError
+from app.errors import NotFoundError, StoreUnavailableError
+from app.sched.model import Job, Snapshot
+from app.sched.narrow import NarrowRules, narrow
 from app.sched.registry import decide
 from app.sched.registry import plan_dag as run_planner
 from app.sim.replay import replay
-from app.store.clusters import ClusterStore
+from app.store.changes import apply_patch
+from app.store.index import ClusterCache, IndexSource, Keys
+from app.store.kv import MemoryKv, Tx
 from app.store.plans import PlanStore
-from schemas.clusters import ClusterOut, ClusterPatch, ClusterPut
+from schemas.clusters import ClusterOut, ClusterPatch, ClusterPut, PartitionOut
 from schemas.dag import DagPlanRequest, DagPlanResponse
 from schemas.schedule import ScheduleRequest, ScheduleResponse
 from schemas.simulate import SimulateRequest, SimulateResponse
 
 
-def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterStore | None = None,
-             tenant: str = "public") -> ScheduleResponse:
+def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache | None = None,
+             tenant: str = "public", rules: NarrowRules | None = None) -> ScheduleResponse:
     """Check the request, decide, and report where the time went. With a `cluster_id` the snapshot
     comes from the cache; the starts decided are not applied to it (the resource manager confirms
-    them with a PATCH, so the cache mirrors what really runs)."""
+    them with a PATCH, so the cache mirrors what really runs). With `examine: index` the pass sees
+    only the candidates the index finds, and `nodes_examined` counts the node records it read."""
     t0 = time.perf_counter()
-    if req.cluster_id is not None:
-        state = _cached(clusters, tenant, req.cluster_id)
-        req = req.model_copy(update={"nodes": state.nodes, "running": state.running})
-    held = check_snapshot(req)
-    snapshot, jobs = snapshot_from_wire(req, held)
     name, params = params_from_wire(req.policy)
+    examine = req.examine or ("all" if req.cluster_id is None else "index")
+    examined = None
+    if req.cluster_id is None and examine == "all":
+        snapshot, jobs = snapshot_from_wire(req, check_snapshot(req))
+    elif examine == "all":
+        snapshot, jobs = _cached_whole(_needs(clusters), _key(tenant, req.cluster_id), req)
+    else:
+        cache, key = _index_of(req, clusters, tenant)
+        queues = "all" if params.migration is not None else None
+        snapshot, jobs, examined = cache.read(
+            key, lambda tx, k: _narrowed(tx, k, req, rules or NarrowRules(), queues))
     t1 = time.perf_counter()
     decision = decide(snapshot, jobs, name, params)
+    if examined is not None:
+        decision = replace(decision, summary=replace(decision.summary, nodes_examined=examined))
     t2 = time.perf_counter()
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "schedule": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())
     return decision_to_wire(decision, name, timing)
+
+
+def _needs(clusters: ClusterCache | None) -> ClusterCache:
+    if clusters is None:
+        raise StoreUnavailableError("this service has no cluster cache")
+    return clusters
+
+
+def _index_of(req: ScheduleRequest, clusters: ClusterCache | None, tenant: str) -> tuple[ClusterCache, str]:
+    """The cache and key to search: the cached cluster, or an inline snapshot indexed for this pass."""
+    if req.cluster_id is not None:
+        return _needs(clusters), _key(tenant, req.cluster_id)
+    snapshot, _ = snapshot_from_wire(req, check_snapshot(req))
+    cache = ClusterCache(MemoryKv())
+    cache.put("inline", snapshot.nodes, snapshot.running)
+    return cache, "inline"
+
+
+def _narrowed(tx: Tx, k: Keys, req: ScheduleRequest, rules: NarrowRules,
+              queues: str | None) -> tuple[Snapshot, list[Job], int]:
+    src = IndexSource(tx, k)
+    check_pending(req.pending, tx.hlen(k.node), lambda ids: src.nodes(ids).keys(),
+                  lambda ids: [j.id for j in src.running(ids)])
+    jobs = [job_from_wire(p) for p in req.pending]
+    narrowed = narrow(src, jobs, rules, src.queues() if queues else None)
+    return src.snapshot(req.now, narrowed), jobs, narrowed.examined
+
+
+def _cached_whole(cache: ClusterCache, key: str, req: ScheduleRequest) -> tuple[Snapshot, list[Job]]:
+    _, nodes, running = cache.whole(key)
+    ids = {n.id for n in nodes}
+    check_pending(req.pending, len(nodes), lambda x: ids.intersection(x),
+                  lambda x: {r.id for r in running}.intersection(x))
+    return Snapshot(req.now, tuple(nodes), tuple(running)), [job_from_wire(p) for p in req.pending]
 
 
 def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: int,
@@ -87,46 +135,28 @@ def _key(tenant: str, cluster_id: str) -> str:
     return f"{tenant}:{cluster_id}"
 
 
-def _cached(store: ClusterStore | None, tenant: str, cluster_id: str) -> ClusterPut:
-    found = store.get(_key(tenant, cluster_id)) if store is not None else None
-    if found is None:
-        raise NotFoundError(f"no cluster {cluster_id!r}: PUT /clusters/{cluster_id} first")
-    return ClusterPut.model_validate_json(found[1])
+def put_cluster(cache: ClusterCache, tenant: str, cluster_id: str, state: ClusterPut) -> ClusterOut:
+    snapshot = checked(state)
+    version = cache.put(_key(tenant, cluster_id), snapshot.nodes, snapshot.running)
+    return ClusterOut(cluster_id=cluster_id, version=version, nodes=len(snapshot.nodes),
+                      running=len(snapshot.running))
 
 
-def put_cluster(store: ClusterStore, tenant: str, cluster_id: str, state: ClusterPut) -> ClusterOut:
-    state = checked(state)
-    version = store.put(_key(tenant, cluster_id), state.model_dump_json().encode())
-    return _summary(cluster_id, version, state, with_partitions=False)
-
-
-def patch_cluster(store: ClusterStore, tenant: str, cluster_id: str, if_match: int,
+def patch_cluster(cache: ClusterCache, tenant: str, cluster_id: str, if_match: int,
                   patch: ClusterPatch) -> ClusterOut:
     """Apply the changes to the version the caller saw, or change nothing (409 when it is stale)."""
-    found = store.get(_key(tenant, cluster_id))
-    if found is None:
+    key = _key(tenant, cluster_id)
+    version, nodes, running = cache.patch(key, if_match, lambda edit: apply_patch(edit, patch))
+    return ClusterOut(cluster_id=cluster_id, version=version, nodes=nodes, running=running)
+
+
+def get_cluster(cache: ClusterCache, tenant: str, cluster_id: str) -> ClusterOut:
+    version, nodes, running, parts = cache.summary(_key(tenant, cluster_id))
+    return ClusterOut(cluster_id=cluster_id, version=version, nodes=nodes, running=running,
+                      partitions=[PartitionOut(label=lab, nodes=n, score_min=lo, score_max=hi)
+                                  for lab, n, lo, hi in parts])
+
+
+def delete_cluster(cache: ClusterCache, tenant: str, cluster_id: str) -> None:
+    if not cache.delete(_key(tenant, cluster_id)):
         raise NotFoundError(f"no cluster {cluster_id!r}")
-    version, body = found
-    if version != if_match:
-        raise VersionConflictError(f"cluster {cluster_id!r} is at version {version}, not {if_match}: "
-                                   "read it again and resend the changes")
-    state = apply_changes(ClusterPut.model_validate_json(body), patch)
-    new_version = store.replace(_key(tenant, cluster_id), if_match, state.model_dump_json().encode())
-    return _summary(cluster_id, new_version, state, with_partitions=False)
-
-
-def get_cluster(store: ClusterStore, tenant: str, cluster_id: str) -> ClusterOut:
-    found = store.get(_key(tenant, cluster_id))
-    if found is None:
-        raise NotFoundError(f"no cluster {cluster_id!r}")
-    return _summary(cluster_id, found[0], ClusterPut.model_validate_json(found[1]))
-
-
-def delete_cluster(store: ClusterStore, tenant: str, cluster_id: str) -> None:
-    if not store.delete(_key(tenant, cluster_id)):
-        raise NotFoundError(f"no cluster {cluster_id!r}")
-
-
-def _summary(cluster_id: str, version: int, state: ClusterPut, with_partitions: bool = True) -> ClusterOut:
-    return ClusterOut(cluster_id=cluster_id, version=version, nodes=len(state.nodes),
-                      running=len(state.running), partitions=partitions(state) if with_partitions else None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, model_validator
 
 from schemas.cluster import NodeIn, RunningJobIn
@@ -63,6 +65,10 @@ class ScheduleRequest(Strict):
     running: list[RunningJobIn] = Field(default_factory=list)
     pending: list[PendingJobIn] = Field(default_factory=list)
     policy: PolicySpec = Field(default_factory=EasyPolicy)
+    examine: Literal["index", "all"] | None = Field(
+        None, description="`index`: the pass sees only the candidate nodes the label-partition index "
+        "finds (algorithms.md §5); `all`: every node. Default: `index` for a `cluster_id`, `all` for "
+        "an inline snapshot")
 
     model_config = {"json_schema_extra": {"examples": [EXAMPLE]}}
 

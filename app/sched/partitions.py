@@ -56,14 +56,20 @@ def job_label(job: Job, rules: PartitionRules = PartitionRules()) -> str:
     return CPU
 
 
-def should_move(at_last_move: Triple, free: Triple, rules: PartitionRules = PartitionRules()) -> bool:
+def should_move(at_last_move: Triple, free: Triple, rules: PartitionRules = PartitionRules(),
+                cap: Triple | None = None) -> bool:
     """Whether a node's free resources drifted far enough since its last move to move it again.
 
     Changes at or under the thresholds are absorbed, so a node oscillating around a bucket edge by less
     than a threshold stays where it is. A gpu count change always counts (gpus are few and decisive).
+    Given the node's capacity, a threshold never exceeds a quarter of it: a small node that empties
+    (4 cores: 0 to 4 free) must move, or no job would ever find it.
     """
-    return (abs(free[0] - at_last_move[0]) > rules.cpu_threshold
-            or abs(free[1] - at_last_move[1]) > rules.mem_threshold_mib
+    cpu_t, mem_t = rules.cpu_threshold, rules.mem_threshold_mib
+    if cap is not None:
+        cpu_t, mem_t = min(cpu_t, cap[0] // 4), min(mem_t, cap[1] // 4)
+    return (abs(free[0] - at_last_move[0]) > cpu_t
+            or abs(free[1] - at_last_move[1]) > mem_t
             or free[2] != at_last_move[2])
 
 
@@ -71,3 +77,9 @@ def capacity_bucket(free: Triple) -> int:
     """Bucket of remaining capacity: the power of two just under the free cores (0 for none), so a
     job asking c cores looks only in buckets >= log2(c) (floor) and skips nodes that cannot hold it."""
     return free[0].bit_length()
+
+
+def search_labels(job: Job, rules: PartitionRules = PartitionRules()) -> tuple[str, ...]:
+    """The partitions searched for a job, in order: its constraint's labels (the rarest is not known
+    here, so the first by name), else its derived second label."""
+    return tuple(sorted(job.labels)) if job.labels else (job_label(job, rules),)

@@ -64,3 +64,13 @@ def test_a_change_past_a_threshold_moves_it(cpu: int, mem: int, d: int, sign: in
 def test_a_bucket_below_the_jobs_never_holds_it(need: int, free: int) -> None:
     if capacity_bucket((free, 0, 0)) < capacity_bucket((need, 0, 0)):
         assert free < need
+
+
+@given(st.integers(1, 16), st.integers(0, 64))
+def test_a_small_node_that_empties_always_moves(cores: int, busy: int) -> None:
+    busy = min(busy, cores)
+    cap = (cores, cores * 4096, 0)
+    # thresholds far above the node: without the capacity rule nothing would ever move it
+    wide = PartitionRules(cpu_threshold=64, mem_threshold_mib=1 << 30)
+    moved = should_move((cores - busy, 0, 0), (cores, 0, 0), wide, cap)
+    assert moved == (busy > cores // 4)

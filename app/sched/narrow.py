@@ -1,0 +1,145 @@
+"""Which nodes a pass looks at when the cluster is indexed (algorithms.md §5): never the whole cluster.
+
+For every class of pending jobs (queue, partitions searched, per-node demand) the index gives the
+members of the matching label partitions, lowest fragment score first, bucket by bucket from the
+smallest bucket that can hold the demand; pages are taken until the nodes found can hold the class's
+jobs (with some slack, since classes share nodes). For reservations, the nodes of the running jobs
+that end first in each queue are added. The pass then runs on those nodes only.
+
+Pure: the index is reached through `Source`, which a store implements.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from app.sched.model import Job, Node, NodeState, Triple
+from app.sched.partitions import PartitionRules, capacity_bucket, search_labels
+
+
+class Source(Protocol):
+    def buckets(self, queue: str, label: str) -> list[int]: ...
+    def pages(self, asks: list[tuple[str, str, int, int, int]]) -> list[list[str]]:
+        """For each (queue, label, bucket, start, count): member node ids, lowest score first."""
+    def nodes(self, ids: list[str]) -> dict[str, Node]: ...
+    def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
+        """Running jobs of the queue in order of expected end: (job id, its node ids)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NarrowRules:
+    page: int = 64  # members taken from a bucket at a time, at most
+    slack: float = 1.5  # capacity looked for, relative to what a class's jobs need
+    reserve_nodes: int = 16  # nodes of the first-ending jobs added per queue, at least
+    max_nodes: int = 4096  # nodes one pass may look at, at most
+    partitions: PartitionRules = PartitionRules()
+
+
+@dataclass(frozen=True, slots=True)
+class DemandClass:
+    queue: str
+    labels: frozenset[str]  # required labels (the constraint)
+    search: tuple[str, ...]  # partitions searched
+    demand: Triple
+    slots: int  # node-slots its jobs need in all
+    widest: int  # the most nodes one of its jobs needs
+
+
+@dataclass(slots=True)
+class Narrowed:
+    found: dict[str, Node] = field(default_factory=dict)  # every node record read
+    chosen: set[str] = field(default_factory=set)  # the nodes the pass will see
+
+    @property
+    def examined(self) -> int:
+        return len(self.found)
+
+
+def classes(jobs: Iterable[Job], queues: Sequence[str] | None, rules: PartitionRules) -> list[DemandClass]:
+    """Jobs grouped by what they search for; with `queues`, each job is looked for in every queue
+    listed (queue migration may move it), else in its own."""
+    slots: dict[tuple, int] = defaultdict(int)  # type: ignore[type-arg]
+    widest: dict[tuple, int] = defaultdict(int)  # type: ignore[type-arg]
+    for job in jobs:
+        for q in queues if queues is not None else (job.queue,):
+            key = (q, job.labels, search_labels(job, rules), job.demand)
+            slots[key] += job.nodes
+            widest[key] = max(widest[key], job.nodes)
+    return [DemandClass(q, lab, s, d, slots[k], widest[k])
+            for k in sorted(slots, key=repr) for q, lab, s, d in [k]]
+
+
+def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules(),
+           queues: Sequence[str] | None = None) -> Narrowed:
+    """The nodes a pass over `jobs` should see, found through the index."""
+    out = Narrowed()
+    found = classes(jobs, queues, rules.partitions)
+    widest: dict[str, int] = defaultdict(int)
+    for c in found:
+        _fill(source, c, rules, out)
+        widest[c.queue] = max(widest[c.queue], c.widest)
+    for q in sorted(widest):
+        _first_to_free(source, q, max(rules.reserve_nodes, 2 * widest[q]), rules, out)
+    promised = sorted({n for j in jobs for n in j.promise_nodes} - set(out.found))
+    out.found.update(source.nodes(promised))
+    out.chosen.update(n for n in promised if n in out.found)
+    return out
+
+
+def fits(node: Node, c: DemandClass) -> int:
+    """How many of the class's per-node demands the node can hold now (0: none, or not eligible)."""
+    if node.state != NodeState.UP or node.queue != c.queue or not c.labels <= node.labels:
+        return 0
+    room = [(node.cap[r] - node.alloc[r]) // c.demand[r] for r in range(3) if c.demand[r] > 0]
+    return max(0, min(room)) if room else c.slots
+
+
+def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> None:
+    """Take the class's partitions' best members, bucket by bucket, in pages that double (4, 8, ...
+    up to `rules.page`), until the nodes taken can hold the class's jobs."""
+    lowest = capacity_bucket((c.demand[0], 0, 0))
+    cursors = {(label, b): 0 for label in c.search for b in source.buckets(c.queue, label) if b >= lowest}
+    have = [0, 0]  # slots, nodes
+    size = 4
+    while cursors and not _enough(c, have, rules) and len(out.found) < rules.max_nodes:
+        asks = [(c.queue, label, b, start, size) for (label, b), start in sorted(cursors.items())]
+        for (_, label, b, _, _), got in zip(asks, source.pages(asks), strict=True):
+            cursors[(label, b)] += len(got)
+            if len(got) < size:
+                del cursors[(label, b)]
+            out.found.update(source.nodes([n for n in got if n not in out.found]))
+            _take(c, got, have, rules, out)
+        size = min(2 * size, rules.page)
+
+
+def _enough(c: DemandClass, have: list[int], rules: NarrowRules) -> bool:
+    return have[0] >= c.slots * rules.slack and have[1] >= c.widest
+
+
+def _take(c: DemandClass, got: list[str], have: list[int], rules: NarrowRules, out: Narrowed) -> None:
+    for nid in got:
+        if _enough(c, have, rules):
+            return
+        k = fits(out.found[nid], c) if nid in out.found else 0
+        if k and nid not in out.chosen:
+            out.chosen.add(nid)
+            have[0] += min(k, c.slots)
+            have[1] += 1
+
+
+def _first_to_free(source: Source, queue: str, wanted: int, rules: NarrowRules, out: Narrowed) -> None:
+    """Add `wanted` nodes of the queue's running jobs that end first: where reservations will go."""
+    added, start = 0, 0
+    while added < wanted and len(out.found) < rules.max_nodes:
+        page = source.ending_first(queue, start, rules.page)
+        start += len(page)
+        ids = sorted({n for _, nodes in page for n in nodes} - out.chosen)
+        out.found.update(source.nodes([n for n in ids if n not in out.found]))
+        fresh = [n for n in ids if n in out.found]
+        out.chosen.update(fresh)
+        added += len(fresh)
+        if len(page) < rules.page:
+            break

@@ -1,0 +1,432 @@
+"""The cluster cache and its index (algorithms.md §5), on Redis or in process (`app.store.kv`).
+
+Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`:
+- `meta` hash: `version` (never reused, also across DELETE) and `live`; every write bumps the
+  version inside its transaction, and every transaction watches this key;
+- `node` / `job` hashes: one field per node / running job (a compact JSON record);
+- `p:[queue,label,bucket]` sorted sets: the members of a label partition of a queue whose free cpu
+  falls in a capacity bucket, scored by fragment score; `keys` lists them;
+- `pos` hash: where each node sits (its sorted sets) and its free resources when it last moved; a
+  node moves only when `should_move` says so (hysteresis);
+- `e:[queue]` sorted sets: running jobs by expected end;
+- `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
+  and each queue's load are known without reading the nodes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from app.errors import NotFoundError, VersionConflictError
+from app.sched.model import CapacityType, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster
+from app.sched.narrow import Narrowed
+from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
+from app.sched.selectors.fragment import fragment_scores
+from app.store.kv import Conflict, MemoryKv, RedisKv, Tx
+
+PREFIX = "hpcsched:cl:"
+T = TypeVar("T")
+RETRIES = 5
+
+
+class Keys:
+    def __init__(self, key: str) -> None:
+        self.ns = f"{PREFIX}{key}:"
+        self.meta, self.node, self.job = self.ns + "meta", self.ns + "node", self.ns + "job"
+        self.pos, self.keys = self.ns + "pos", self.ns + "keys"
+        self.types, self.qtot = self.ns + "types", self.ns + "qtot"
+
+    def part(self, queue: str, label: str, bucket: int) -> str:
+        return self.ns + "p:" + json.dumps([queue, label, bucket])
+
+    def ends(self, queue: str) -> str:
+        return self.ns + "e:" + json.dumps(queue)
+
+    def fixed(self) -> list[str]:
+        return [self.node, self.job, self.pos, self.keys, self.types, self.qtot]
+
+
+# --- records --------------------------------------------------------------------------------------
+@dataclass(slots=True)
+class NodeRec:
+    node: Node
+    jobs: list[str]
+
+
+def encode_node(r: NodeRec) -> str:
+    n = r.node
+    return json.dumps([n.queue, sorted(n.labels), n.cap, n.alloc, n.cpu_load, n.cpu_ghz, n.state.value,
+                       r.jobs], separators=(",", ":"))
+
+
+def decode_node(nid: str, raw: str) -> NodeRec:
+    q, labels, cap, alloc, load, ghz, state, jobs = json.loads(raw)
+    return NodeRec(Node(nid, q, tuple(cap), tuple(alloc), frozenset(labels), load, ghz, NodeState(state)),
+                   jobs)
+
+
+def encode_job(j: RunningJob) -> str:
+    return json.dumps([j.queue, [[n, *d] for n, d in j.alloc], j.start_time, j.walltime_s, j.migrated],
+                      separators=(",", ":"))
+
+
+def decode_job(jid: str, raw: str) -> RunningJob:
+    q, alloc, start, wall, migrated = json.loads(raw)
+    return RunningJob(jid, q, tuple((a[0], (a[1], a[2], a[3])) for a in alloc), start, wall, migrated)
+
+
+def _free(n: Node) -> Triple:
+    return (n.cap[0] - n.alloc[0], n.cap[1] - n.alloc[1], n.cap[2] - n.alloc[2])
+
+
+def _type_fields(n: Node) -> list[str]:
+    base = [n.queue, sorted(n.labels), *n.cap]
+    up = [json.dumps([*base, "up"])] if n.state == NodeState.UP else []
+    return [json.dumps([*base, "any"]), *up]
+
+
+def _totals(n: Node) -> dict[str, int]:
+    if n.state != NodeState.UP:
+        return {}
+    out = {json.dumps([n.queue, "cap", r]): n.cap[r] for r in range(3)}
+    out.update({json.dumps([n.queue, "used", r]): n.alloc[r] for r in range(3)})
+    return out
+
+
+class ClusterCache:
+    """PUT / PATCH / GET / DELETE of cached clusters, and the candidate nodes of a pass."""
+
+    def __init__(self, kv: MemoryKv | RedisKv, rules: PartitionRules | None = None) -> None:
+        self.kv = kv
+        self.rules = rules or PartitionRules()
+        self.backend = kv.backend
+
+    # --- writes -----------------------------------------------------------------------------------
+    def put(self, key: str, nodes: Sequence[Node], running: Sequence[RunningJob]) -> int:
+        """Replace the cluster with this snapshot (nodes' alloc = what `running` holds)."""
+        k = Keys(key)
+        with self._tx(k, must_exist=False) as tx:
+            tx.delete([*sorted(tx.smembers(k.keys)), *k.fixed()])
+            jobs_on: dict[str, list[str]] = {}
+            for rj in running:
+                for nid, _ in rj.alloc:
+                    jobs_on.setdefault(nid, []).append(rj.id)
+            recs = [NodeRec(n, jobs_on.get(n.id, [])) for n in nodes]
+            tx.hset(k.node, {r.node.id: encode_node(r) for r in recs})
+            tx.hset(k.job, {j.id: encode_job(j) for j in running})
+            for q in sorted({j.queue for j in running}):
+                tx.zadd(k.ends(q), {j.id: j.end_time for j in running if j.queue == q})
+            _Writer(tx, k, self.rules).place(recs, {})
+            _counts(tx, k, [], [r.node for r in recs])
+            return self._bump(tx, k)
+
+    def patch(self, key: str, if_match: int, apply: Callable[[Edit], None]) -> tuple[int, int, int]:
+        """Apply changes (`apply` edits the records) to the version the caller saw, all or none:
+        an exception from `apply` writes nothing. Answers (version, nodes, running jobs) after."""
+        k = Keys(key)
+        with self._tx(k, if_match) as tx:
+            edit = Edit(tx, k)
+            apply(edit)
+            edit.commit(self.rules)
+            nodes = tx.hlen(k.node) + _grown(edit.before, edit.nodes)
+            return self._bump(tx, k), nodes, tx.hlen(k.job) + _grown(edit.job_before, edit.jobs)
+
+    def delete(self, key: str) -> bool:
+        k = Keys(key)
+        try:
+            with self._tx(k) as tx:
+                tx.delete([*sorted(tx.smembers(k.keys)), *k.fixed()])
+                tx.hset(k.meta, {"live": 0})
+                tx.hincrby(k.meta, "version", 1)
+        except NotFoundError:
+            return False
+        return True
+
+    # --- reads ------------------------------------------------------------------------------------
+    def summary(self, key: str) -> tuple[int, int, int, list[tuple[str, int, float, float]]]:
+        """(version, nodes, running jobs, per label: (label, nodes, lowest score, highest score))."""
+        def read(tx: Tx, k: Keys) -> tuple[int, int, int, list[tuple[str, int, float, float]]]:
+            zkeys = sorted(z for z in tx.smembers(k.keys) if z.startswith(k.ns + "p:"))
+            ends = tx.zrange_many([(z, 0, 0) for z in zkeys] + [(z, -1, -1) for z in zkeys])
+            parts = _partitions(k, zkeys, tx.zcard_many(zkeys), ends)
+            return _version(tx, k), tx.hlen(k.node), tx.hlen(k.job), parts
+        return self.read(key, read)
+
+    def whole(self, key: str) -> tuple[int, list[Node], list[RunningJob]]:
+        """(version, every node, every running job): for a pass that examines the whole cluster."""
+        def read(tx: Tx, k: Keys) -> tuple[int, list[Node], list[RunningJob]]:
+            nodes = [decode_node(i, raw).node for i, raw in tx.hgetall(k.node).items()]
+            running = [decode_job(i, raw) for i, raw in tx.hgetall(k.job).items()]
+            return _version(tx, k), nodes, running
+        return self.read(key, read)
+
+    def read(self, key: str, fn: Callable[[Tx, Keys], T]) -> T:
+        """fn's answer over one consistent version of the cluster (retried if a writer interleaves)."""
+        k = Keys(key)
+        for attempt in range(RETRIES):
+            try:
+                with self._tx(k) as tx:
+                    return fn(tx, k)
+            except VersionConflictError:
+                if attempt == RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    # --- helpers ----------------------------------------------------------------------------------
+    @contextmanager
+    def _tx(self, k: Keys, if_match: int | None = None, must_exist: bool = True) -> Iterator[Tx]:
+        try:
+            with self.kv.tx(k.meta) as tx:
+                live, version = tx.hmget(k.meta, ["live", "version"])
+                if live != "1" and must_exist:
+                    raise NotFoundError(f"no cluster {_name(k)!r}")
+                if if_match is not None and int(version or 0) != if_match:
+                    raise _stale(k, if_match, version)
+                yield tx
+        except Conflict as exc:
+            raise _stale(k, if_match, None) from exc
+
+    @staticmethod
+    def _bump(tx: Tx, k: Keys) -> int:
+        version = _version(tx, k) + 1
+        tx.hset(k.meta, {"live": 1})
+        tx.hincrby(k.meta, "version", 1)
+        return version
+
+
+def _grown(before: dict[str, object], after: dict[str, object]) -> int:
+    """Records added minus records removed."""
+    return sum((after[i] is not None) - (before[i] is not None) for i in after)
+
+
+def _version(tx: Tx, k: Keys) -> int:
+    return int(tx.hget(k.meta, "version") or 0)
+
+
+def _name(k: Keys) -> str:
+    return k.ns[len(PREFIX):-1].split(":", 1)[-1]
+
+
+def _stale(k: Keys, if_match: int | None, version: str | None) -> VersionConflictError:
+    now = f"is at version {version}" if version is not None else "changed meanwhile"
+    return VersionConflictError(f"cluster {_name(k)!r} {now}, not {if_match}: read it again and "
+                                "resend the changes")
+
+
+def _partitions(k: Keys, zkeys: list[str], sizes: list[int], ends: list[list[tuple[str, float]]]
+                ) -> list[tuple[str, int, float, float]]:
+    acc: dict[str, list[float]] = {}
+    n = len(zkeys)
+    for i, z in enumerate(zkeys):
+        if not sizes[i]:
+            continue
+        label = json.loads(z[len(k.ns) + 2:])[1]
+        a = acc.setdefault(label, [0, float("inf"), float("-inf")])
+        a[0] += sizes[i]
+        a[1] = min(a[1], ends[i][0][1])
+        a[2] = max(a[2], ends[n + i][0][1])
+    return [(label, int(a[0]), a[1], a[2]) for label, a in sorted(acc.items())]
+
+
+def _counts(tx: Tx, k: Keys, before: list[Node], after: list[Node]) -> None:
+    """Capacity-type counts and queue totals moved from the `before` records to the `after` ones."""
+    delta: dict[str, int] = {}
+    totals: dict[str, int] = {}
+    for sign, nodes in ((-1, before), (1, after)):
+        for n in nodes:
+            for f in _type_fields(n):
+                delta[f] = delta.get(f, 0) + sign
+            for f, v in _totals(n).items():
+                totals[f] = totals.get(f, 0) + sign * v
+    for f, v in delta.items():
+        tx.hincrby(k.types, f, v)
+    for f, v in totals.items():
+        tx.hincrby(k.qtot, f, v)
+
+
+class _Writer:
+    """Moves nodes in the partition sorted sets, with hysteresis."""
+
+    def __init__(self, tx: Tx, k: Keys, rules: PartitionRules) -> None:
+        self.tx, self.k, self.rules = tx, k, rules
+
+    def place(self, recs: list[NodeRec], before: dict[str, tuple[list[str], Triple] | None]) -> None:
+        """Sorted-set membership for `recs`, given where each was (`before`, None = nowhere)."""
+        if not recs:
+            return
+        cap = np.array([r.node.cap for r in recs], dtype=np.int64).T
+        free = np.array([_free(r.node) for r in recs], dtype=np.int64).T
+        scores, _ = fragment_scores(cap, free)
+        adds: dict[str, dict[str, float]] = {}
+        rems: dict[str, list[str]] = {}
+        pos: dict[str, object] = {}
+        for i, r in enumerate(recs):
+            n, f = r.node, _free(r.node)
+            old = before.get(n.id)
+            keys = self._keys(n, f)
+            if old is not None and self._stays(old, keys, n, f):
+                continue
+            for z in old[0] if old is not None else []:
+                rems.setdefault(z, []).append(n.id)
+            for z in keys:
+                adds.setdefault(z, {})[n.id] = round(float(scores[i]), 9)
+            pos[n.id] = json.dumps([keys, f])
+        for z, members in rems.items():
+            self.tx.zrem(z, members)
+        for z, m in adds.items():
+            self.tx.zadd(z, m)
+        self.tx.sadd(self.k.keys, sorted(adds))
+        self.tx.hset(self.k.pos, pos)
+
+    def _stays(self, old: tuple[list[str], Triple], keys: list[str], n: Node, f: Triple) -> bool:
+        """Hysteresis: a node still offered keeps its place until its free resources drift enough."""
+        return bool(old[0]) == bool(keys) and not should_move(old[1], f, self.rules, n.cap)
+
+    def _keys(self, n: Node, f: Triple) -> list[str]:
+        if n.state != NodeState.UP:
+            return []
+        b = capacity_bucket(f)
+        return [self.k.part(n.queue, label, b) for label in sorted(offered_labels(n, f, self.rules))]
+
+
+class Edit:
+    """One PATCH's changes on lazily read records; `commit` turns them into the writes."""
+
+    def __init__(self, tx: Tx, k: Keys) -> None:
+        self.tx, self.k = tx, k
+        self.nodes: dict[str, NodeRec | None] = {}
+        self.before: dict[str, Node | None] = {}
+        self.jobs: dict[str, RunningJob | None] = {}
+        self.job_before: dict[str, RunningJob | None] = {}
+
+    def node(self, nid: str) -> NodeRec | None:
+        if nid not in self.nodes:
+            raw = self.tx.hget(self.k.node, nid)
+            rec = decode_node(nid, raw) if raw is not None else None
+            self.nodes[nid] = rec
+            self.before[nid] = rec.node if rec else None
+        return self.nodes[nid]
+
+    def job(self, jid: str) -> RunningJob | None:
+        if jid not in self.jobs:
+            raw = self.tx.hget(self.k.job, jid)
+            self.jobs[jid] = decode_job(jid, raw) if raw is not None else None
+            self.job_before[jid] = self.jobs[jid]
+        return self.jobs[jid]
+
+    def set_node(self, nid: str, rec: NodeRec | None) -> None:
+        self.node(nid)
+        self.nodes[nid] = rec
+
+    def set_job(self, jid: str, job: RunningJob | None) -> None:
+        self.job(jid)
+        self.jobs[jid] = job
+
+    def commit(self, rules: PartitionRules) -> None:
+        tx, k = self.tx, self.k
+        touched = sorted(self.nodes)
+        raw_pos = tx.hmget(k.pos, touched)
+        before = {nid: _decode_pos(p) for nid, p in zip(touched, raw_pos, strict=True)}
+        live = [r for nid in touched if (r := self.nodes[nid]) is not None]
+        gone = [nid for nid in touched if self.nodes[nid] is None and self.before[nid] is not None]
+        tx.hset(k.node, {r.node.id: encode_node(r) for r in live})
+        tx.hdel(k.node, gone)
+        for nid in gone:
+            old = before.get(nid)
+            for z in old[0] if old else []:
+                tx.zrem(z, [nid])
+        tx.hdel(k.pos, gone)
+        _Writer(tx, k, rules).place(live, before)
+        _counts(tx, k, [n for n in self.before.values() if n is not None], [r.node for r in live])
+        self._commit_jobs()
+
+    def _commit_jobs(self) -> None:
+        tx, k = self.tx, self.k
+        for jid in sorted(self.jobs):
+            old, new = self.job_before[jid], self.jobs[jid]
+            if old is not None and (new is None or new != old):
+                tx.zrem(k.ends(old.queue), [jid])
+            if new is None:
+                tx.hdel(k.job, [jid] if old is not None else [])
+            elif new != old:
+                tx.hset(k.job, {jid: encode_job(new)})
+                tx.zadd(k.ends(new.queue), {jid: new.end_time})
+                tx.sadd(k.keys, [k.ends(new.queue)])
+
+
+def _decode_pos(raw: str | None) -> tuple[list[str], Triple] | None:
+    if raw is None:
+        return None
+    keys, f = json.loads(raw)
+    return keys, (f[0], f[1], f[2])
+
+
+class IndexSource:
+    """`app.sched.narrow.Source` over one read transaction."""
+
+    def __init__(self, tx: Tx, k: Keys) -> None:
+        self.tx, self.k = tx, k
+        self.version = _version(tx, k)
+        self._buckets: dict[tuple[str, str], list[int]] = {}
+        for z in tx.smembers(k.keys):
+            if z.startswith(k.ns + "p:"):
+                q, label, b = json.loads(z[len(k.ns) + 2:])
+                self._buckets.setdefault((q, label), []).append(b)
+        self.recs: dict[str, NodeRec] = {}
+
+    def queues(self) -> list[str]:
+        return sorted({q for q, _ in self._buckets})
+
+    def buckets(self, queue: str, label: str) -> list[int]:
+        return sorted(self._buckets.get((queue, label), []))
+
+    def pages(self, asks: list[tuple[str, str, int, int, int]]) -> list[list[str]]:
+        got = self.tx.zrange_many([(self.k.part(q, lab, b), s, s + n - 1) for q, lab, b, s, n in asks])
+        return [[m for m, _ in page] for page in got]
+
+    def nodes(self, ids: list[str]) -> dict[str, Node]:
+        raw = self.tx.hmget(self.k.node, ids)
+        for nid, r in zip(ids, raw, strict=True):
+            if r is not None:
+                self.recs[nid] = decode_node(nid, r)
+        return {nid: self.recs[nid].node for nid in ids if nid in self.recs}
+
+    def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
+        ids = [m for m, _ in self.tx.zrange_many([(self.k.ends(queue), start, start + count - 1)])[0]]
+        return [(j.id, [n for n, _ in j.alloc]) for j in self.running(ids)]
+
+    def running(self, ids: list[str]) -> list[RunningJob]:
+        raw = self.tx.hmget(self.k.job, ids)
+        return [decode_job(jid, r) for jid, r in zip(ids, raw, strict=True) if r is not None]
+
+    def snapshot(self, now: float, narrowed: Narrowed) -> Snapshot:
+        """The pass's snapshot: the chosen nodes, the running jobs on them, the whole cluster's facts."""
+        chosen = sorted(narrowed.chosen)
+        job_ids = sorted({j for nid in chosen for j in self.recs[nid].jobs})
+        return Snapshot(now, tuple(self.recs[n].node for n in chosen), tuple(self.running(job_ids)),
+                        self.whole_facts())
+
+    def whole_facts(self) -> WholeCluster:
+        counts: dict[tuple, list[int]] = {}  # type: ignore[type-arg]
+        for f, v in self.tx.hgetall(self.k.types).items():
+            q, labels, c, m, g, kind = json.loads(f)
+            counts.setdefault((q, frozenset(labels), (c, m, g)), [0, 0])[kind == "up"] += int(v)
+        types = tuple(CapacityType(q, lab, cap, n, up) for (q, lab, cap), (n, up) in sorted(
+            counts.items(), key=repr) if n > 0)
+        cap: dict[str, list[int]] = {t.queue: [0, 0, 0] for t in types}  # every queue, even all down
+        used: dict[str, list[int]] = {t.queue: [0, 0, 0] for t in types}
+        for f, v in self.tx.hgetall(self.k.qtot).items():
+            q, kind, r = json.loads(f)
+            if q in cap:
+                (cap if kind == "cap" else used)[q][r] = int(v)
+        return WholeCluster(
+            self.tx.hlen(self.k.node), types,
+            {q: (c[0], c[1], c[2]) for q, c in cap.items()},
+            {q: (u[0], u[1], u[2]) for q, u in used.items()})
+

@@ -1,0 +1,260 @@
+"""The cluster index on both stores (in process, and a real Redis): what a PATCH sequence leaves is
+what applying it to plain records gives, every node sits where the partition rules put it, churn
+within the thresholds moves nothing, and a pass on the index's candidates keeps every invariant."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.errors import InputError, VersionConflictError
+from app.sched.model import Node, NodeState, RunningJob
+from app.sched.narrow import NarrowRules, narrow
+from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
+from app.sched.registry import decide
+from app.store.changes import apply_patch
+from app.store.index import ClusterCache, IndexSource, Keys, decode_job, decode_node
+from app.store.kv import MemoryKv, RedisKv
+from schemas.clusters import ClusterPatch
+from tests.api.test_plan_store import REDIS_URL
+from tests.invariants import check_decision
+from tests.sched.test_contract import params_for
+from tests.strategies import common_params, snapshots_and_jobs
+
+RULES = PartitionRules()
+
+
+@pytest.fixture(params=["memory", "redis"], scope="module")
+def cache(request: pytest.FixtureRequest) -> Iterator[ClusterCache]:
+    if request.param == "memory":
+        yield ClusterCache(MemoryKv())
+        return
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    client.ping()
+    yield ClusterCache(RedisKv(client))
+    client.flushdb()
+
+
+def state(cache: ClusterCache, key: str) -> tuple[dict[str, Node], dict[str, RunningJob], dict]:  # type: ignore[type-arg]
+    def read(tx, k):  # noqa: ANN001, ANN202
+        nodes = {i: decode_node(i, raw) for i, raw in tx.hgetall(k.node).items()}
+        jobs = {i: decode_job(i, raw) for i, raw in tx.hgetall(k.job).items()}
+        pos = {i: json.loads(raw) for i, raw in tx.hgetall(k.pos).items()}
+        zsets = [z for z in tx.smembers(k.keys) if z.startswith(k.ns + "p:")]
+        members = {}
+        for z, page in zip(zsets, tx.zrange_many([(z, 0, -1) for z in zsets]), strict=True):
+            for m, score in page:
+                members.setdefault(m, {})[z] = score
+        return nodes, jobs, (pos, members, tx.hgetall(k.types), tx.hgetall(k.qtot))
+    return cache.read(key, read)
+
+
+def index_problems(cache: ClusterCache, key: str) -> list[str]:
+    """Every rule the index keeps, checked from its raw keys."""
+    recs, jobs, (pos, members, types, qtot) = state(cache, key)
+    k = Keys(key)
+    out = []
+    held: dict[str, list[int]] = {n: [0, 0, 0] for n in recs}
+    for j in jobs.values():
+        for nid, d in j.alloc:
+            held[nid] = [a + b for a, b in zip(held[nid], d, strict=True)]
+            if j.id not in recs[nid].jobs:
+                out.append(f"{nid} does not list its job {j.id}")
+    for nid, rec in recs.items():
+        n = rec.node
+        free = tuple(c - a for c, a in zip(n.cap, n.alloc, strict=True))
+        if list(n.alloc) != held[nid] or min(free) < 0:
+            out.append(f"{nid}: alloc {n.alloc} but its jobs hold {held[nid]}")
+        keys, at_move = pos[nid]
+        if set(members.get(nid, {})) != set(keys):
+            out.append(f"{nid}: in {sorted(members.get(nid, {}))}, its position says {keys}")
+        if n.state != NodeState.UP:
+            if keys:
+                out.append(f"{nid} is {n.state} but still offered")
+            continue
+        if should_move(tuple(at_move), free, RULES, n.cap):
+            out.append(f"{nid}: free {free} drifted past the thresholds from {at_move} without moving")
+        expect = {k.part(n.queue, lab, capacity_bucket(tuple(at_move)))
+                  for lab in offered_labels(n, tuple(at_move), RULES)}
+        if set(keys) != expect:
+            out.append(f"{nid}: in {sorted(keys)}, the rules say {sorted(expect)}")
+    up = [r.node for r in recs.values() if r.node.state == NodeState.UP]
+    counted = sum(int(v) for f, v in types.items() if json.loads(f)[-1] == "up")
+    if counted != len(up):
+        out.append(f"types count {counted} usable nodes, there are {len(up)}")
+    for q in {n.queue for n in up}:
+        for r in range(3):
+            used = sum(n.alloc[r] for n in up if n.queue == q)
+            if int(qtot.get(json.dumps([q, "used", r]), 0)) != used:
+                out.append(f"queue {q} used[{r}] is {qtot.get(json.dumps([q, 'used', r]))}, not {used}")
+    return out
+
+
+def started(jid: str, holds: dict[str, tuple[int, int, int]], end: float = 1000.0) -> dict:  # type: ignore[type-arg]
+    return {"op": "job_started", "job": {
+        "id": jid, "queue": "q", "start_time": 0, "walltime_s": end,
+        "allocation": [{"node": n, "cpu": c, "mem_mib": m, "gpu": g} for n, (c, m, g) in holds.items()]}}
+
+
+def patch(cache: ClusterCache, key: str, version: int, *changes: dict) -> int:  # type: ignore[type-arg]
+    body = ClusterPatch.model_validate({"changes": list(changes)})
+    return cache.patch(key, version, lambda e: apply_patch(e, body))[0]
+
+
+def nodes(count: int, cpu: int = 64, mem: int = 256_000, gpu: int = 0) -> list[Node]:
+    return [Node(f"n{i:03d}", "q", (cpu, mem, gpu), (0, 0, 0)) for i in range(count)]
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["start", "end", "state", "add", "remove"]),
+                         st.integers(0, 10**6), st.integers(1, 64), st.integers(0, 200_000),
+                         st.integers(0, 2)), max_size=40)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_patches_leave_what_plain_records_give_and_a_sound_index(cache: ClusterCache, ops) -> None:  # noqa: ANN001
+    key = "t:random"
+    base = nodes(6) + [Node("g0", "q", (32, 512_000, 4), (0, 0, 0)),
+                       Node("b0", "q", (16, 1 << 20, 0), (0, 0, 0))]
+    version = cache.put(key, base, [])
+    model = {n.id: n for n in base}
+    running: dict[str, dict[str, tuple[int, int, int]]] = {}
+    for i, (op, pick, cpu, mem, gpu) in enumerate(ops):
+        ids = sorted(model)
+        change = _change(op, i, pick, (cpu, mem, gpu), ids, model, running)
+        if change is None:
+            continue
+        try:
+            version = patch(cache, key, version, change)
+        except InputError:
+            continue  # refused as a whole: the model is not changed either
+        _apply_to_model(change, model, running)
+    recs, jobs, _ = state(cache, key)
+    assert {nid: (r.node.alloc, r.node.state) for nid, r in recs.items()} == \
+        {nid: (n.alloc, n.state) for nid, n in model.items()}
+    assert set(jobs) == set(running)
+    assert index_problems(cache, key) == []
+
+
+def _change(op, i, pick, d, ids, model, running):  # noqa: ANN001, ANN202
+    if op == "start" and ids:
+        return started(f"j{i}", {ids[pick % len(ids)]: d})
+    if op == "end" and running:
+        return {"op": "job_ended", "job_id": sorted(running)[pick % len(running)]}
+    if op == "state" and ids:
+        return {"op": "node_state", "node_id": ids[pick % len(ids)],
+                "state": ["up", "down", "drain"][d[2]]}
+    if op == "add":
+        return {"op": "node_added", "node": {"id": f"a{i}", "queue": "q",
+                                             "capacity": {"cpu": d[0], "mem_mib": d[1] + 1, "gpu": d[2]}}}
+    if op == "remove" and ids:
+        return {"op": "node_removed", "node_id": ids[pick % len(ids)]}
+    return None
+
+
+def _apply_to_model(change, model, running) -> None:  # noqa: ANN001
+    from dataclasses import replace
+    op = change["op"]
+    if op == "job_started":
+        job = change["job"]
+        holds = {a["node"]: (a["cpu"], a["mem_mib"], a["gpu"]) for a in job["allocation"]}
+        running[job["id"]] = holds
+        for nid, d in holds.items():
+            model[nid] = _held(model[nid], d, +1)
+    elif op == "job_ended":
+        for nid, d in running.pop(change["job_id"]).items():
+            model[nid] = _held(model[nid], d, -1)
+    elif op == "node_state":
+        model[change["node_id"]] = replace(model[change["node_id"]], state=NodeState(change["state"]))
+    elif op == "node_added":
+        c = change["node"]["capacity"]
+        nid = change["node"]["id"]
+        model[nid] = Node(nid, "q", (c["cpu"], c["mem_mib"], c["gpu"]), (0, 0, 0))
+    else:
+        del model[change["node_id"]]
+
+
+def _held(n: Node, d: tuple[int, int, int], sign: int) -> Node:
+    from dataclasses import replace
+    return replace(n, alloc=tuple(a + sign * b for a, b in zip(n.alloc, d, strict=True)))
+
+
+def test_a_refused_patch_writes_nothing(cache: ClusterCache) -> None:
+    key = "t:refused"
+    version = cache.put(key, nodes(2), [])
+    before = state(cache, key)
+    with pytest.raises(InputError) as err:
+        patch(cache, key, version, started("ok", {"n000": (4, 0, 0)}), started("big", {"n001": (65, 0, 0)}))
+    assert err.value.errors[0].loc == ("body", "changes", 1, "job", "allocation", 0, "cpu")
+    assert state(cache, key) == before
+    with pytest.raises(VersionConflictError):
+        patch(cache, key, version + 7, started("late", {"n000": (1, 0, 0)}))
+    assert cache.summary(key)[0] == version
+
+
+def test_churn_within_the_thresholds_moves_nothing(cache: ClusterCache) -> None:
+    """A node going back and forth by 2 cores (threshold 4) keeps its place; 8 cores move it."""
+    key = "t:churn"
+    busy = Node("n000", "q", (64, 256_000, 0), (30, 0, 0))
+    version = cache.put(key, [busy], [RunningJob("base", "q", (("n000", (30, 0, 0)),), 0, 1000)])
+    version = patch(cache, key, version, started("base2", {"n000": (2, 0, 0)}))
+    first = state(cache, key)[2][:2]
+    for i in range(6):
+        version = patch(cache, key, version, started(f"wiggle{i}", {"n000": (2, 0, 0)}))
+        assert state(cache, key)[2][:2] == first
+        version = patch(cache, key, version, {"op": "job_ended", "job_id": f"wiggle{i}"})
+        assert state(cache, key)[2][:2] == first
+    patch(cache, key, version, started("big", {"n000": (8, 0, 0)}))
+    pos, members = state(cache, key)[2][:2]
+    assert pos != first[0] and pos["n000"][1] == [24, 256_000, 0]
+    assert index_problems(cache, key) == []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("name", ["easy", "conservative", "memory_backfill", "priority"])
+@given(case=snapshots_and_jobs(), common=common_params())
+def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, name, case, common) -> None:  # noqa: ANN001
+    """Judged against the whole snapshot: no over-commit, no delayed reservation, honest reasons."""
+    snap, jobs = case
+    params = params_for(name, common, None)
+    cache.put("t:pass", snap.nodes, snap.running)
+    rules = NarrowRules(page=2, reserve_nodes=1)  # small pages: the candidates are a real subset
+
+    def read(tx, k):  # noqa: ANN001, ANN202
+        src = IndexSource(tx, k)
+        found = narrow(src, jobs, rules, src.queues() if params.migration else None)
+        return src.snapshot(snap.now, found), found
+
+    sub, found = cache.read("t:pass", read)
+    assert {n.id for n in sub.nodes} <= {n.id for n in snap.nodes}
+    decision = decide(sub, jobs, name, params)
+    assert check_decision(snap, jobs, decision, params.time_grain_s) == []
+    assert decision.summary.nodes_total == len(snap.nodes)
+    assert found.examined >= len(sub.nodes)
+
+
+def test_same_snapshot_same_candidates_on_both_stores() -> None:
+    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+    caches = [ClusterCache(MemoryKv()), ClusterCache(RedisKv(client))]
+    run = [RunningJob(f"r{i}", "q", ((f"n{i:03d}", (i % 32, 1000 * i, 0)),), 0, 100.0 + i)
+           for i in range(200)]
+    cluster = [Node(f"n{i:03d}", "q", (32, 256_000, 0), (i % 32, 1000 * i, 0) if i < 200 else (0, 0, 0))
+               for i in range(300)]
+    cluster += [Node(f"g{i}", "q", (16, 256_000, 4), (0, 0, 0)) for i in range(20)]
+    from tests.builders import job
+    jobs = [job(f"p{i}", 0, 600, cpu=1 + i % 8, mem=4000) for i in range(60)]
+    jobs += [job(f"gp{i}", 0, 600, cpu=2, gpu=1) for i in range(5)]
+    seen = []
+    for c in caches:
+        c.put("t:same", cluster, run)
+        sub, n = c.read("t:same", lambda tx, k: (lambda s: (s.snapshot(10.0, narrow(s, jobs)), None))(
+            IndexSource(tx, k)))
+        seen.append(sub)
+    assert seen[0] == seen[1]
+    assert 0 < len(seen[0].nodes) < len(cluster) / 2
+    client.flushdb()
