@@ -1,10 +1,17 @@
-"""Cluster cache: PUT time and PATCH throughput (changes per second), in process and on real Redis.
+"""Cluster cache: decision time from the index at two cluster sizes, PUT time, PATCH throughput,
+in process and on a real Redis.
 
-    python bench/bench_clusters.py --nodes 1000,10000 --patches 200
+    python bench/bench_clusters.py                       # 10,000 and 100,000 nodes, 2,000 jobs
+    python bench/bench_clusters.py --nodes 1000,10000 --jobs 500
+
+The cluster and queue are bench/workload.py's (four queues, std/bigmem/gpu nodes, ~6 running jobs
+per node). The issue's target: the 100,000-node decision time <= 2 x the 10,000-node one.
 """
 
 from __future__ import annotations
 
+import random
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -18,57 +25,102 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import service  # noqa: E402
-from app.store.clusters import MemoryClusterStore, RedisClusterStore  # noqa: E402
+from app.sched.model import RunningJob  # noqa: E402
+from app.store.index import ClusterCache  # noqa: E402
+from app.store.kv import MemoryKv, RedisKv  # noqa: E402
 from bench.common import finish  # noqa: E402
-from schemas.clusters import ClusterPatch, ClusterPut  # noqa: E402
+from bench.workload import cluster, pending, request_body  # noqa: E402
+from schemas.clusters import ClusterPatch  # noqa: E402
+from schemas.schedule import ScheduleRequest  # noqa: E402
 
-console = Console(width=140)
+console = Console(width=160)
 cli = typer.Typer(add_completion=False)
+KEY = "bench:c"
 
 
-def snapshot(n: int) -> ClusterPut:
-    nodes = [{"id": f"n{i}", "queue": "batch", "capacity": {"cpu": 64, "mem_mib": 256_000}} for i in range(n)]
-    running = [{"id": f"r{i}", "queue": "batch", "start_time": 0, "walltime_s": 3600,
-                "allocation": [{"node": f"n{i}", "cpu": 32, "mem_mib": 64_000}]} for i in range(n)]
-    return ClusterPut.model_validate({"nodes": nodes, "running": running})
+def decision_times(cache: ClusterCache, jobs_body: list[dict[str, Any]], policy: str,
+                   repeat: int) -> tuple[float, float, int, int]:
+    """Median (index read + checks ms, decision ms), nodes examined, jobs started."""
+    req = ScheduleRequest.model_validate({"now": 1_750_000_000.0, "cluster_id": "c",
+                                          "pending": jobs_body, "policy": {"name": policy}})
+    reads, decides = [], []
+    for _ in range(repeat):
+        out = service.schedule(req, clusters=cache, tenant="bench")
+        reads.append(out.summary.timing_ms["validate"])
+        decides.append(out.summary.timing_ms["schedule"])
+    return statistics.median(reads), statistics.median(decides), out.summary.nodes_examined, \
+        out.summary.started + out.summary.backfilled
 
 
-def change(k: int) -> ClusterPatch:
-    return ClusterPatch.model_validate({"changes": [{"op": "job_started", "job": {
-        "id": f"x{k}", "queue": "batch", "start_time": 1, "walltime_s": 60,
-        "allocation": [{"node": f"n{k}", "cpu": 1}]}}]})
-
-
-def row(store: Any, name: str, n: int, patches: int) -> dict[str, Any]:
-    state = snapshot(n)
+def patch_rate(cache: ClusterCache, running: list[RunningJob], patches: int, batch: int) -> float:
+    """Changes per second: PATCHes of `batch` changes, half of them running jobs ending, half the same
+    holdings started again as new jobs (the churn of a busy cluster; nodes do move)."""
+    rng = random.Random(7)
+    live = list(running)
+    version = cache.summary(KEY)[0]
     t0 = time.perf_counter()
-    version = service.put_cluster(store, "bench", "c", state).version
-    put_ms = (time.perf_counter() - t0) * 1e3
+    for p in range(patches):
+        ended = [live.pop(rng.randrange(len(live))) for _ in range(batch // 2)]
+        changes: list[dict[str, Any]] = [{"op": "job_ended", "job_id": j.id} for j in ended]
+        for k, j in enumerate(ended):
+            again = RunningJob(f"x{p}-{k}", j.queue, j.alloc, 1_750_000_000.0, j.walltime_s)
+            changes.append({"op": "job_started", "job": {
+                "id": again.id, "queue": again.queue, "start_time": again.start_time,
+                "walltime_s": again.walltime_s,
+                "allocation": [{"node": n, "cpu": a[0], "mem_mib": a[1], "gpu": a[2]} for n, a in again.alloc]}})
+            live.append(again)
+        body = ClusterPatch.model_validate({"changes": changes})
+        version = service.patch_cluster(cache, "bench", "c", version, body).version
+    return patches * batch / (time.perf_counter() - t0)
+
+
+def rows_for(store: str, cache: ClusterCache, n: int, jobs_body: list[dict[str, Any]], policy: str,
+             repeat: int, patches: int, batch: int) -> dict[str, Any]:
+    snap = cluster(n)
     t0 = time.perf_counter()
-    for k in range(patches):
-        version = service.patch_cluster(store, "bench", "c", version, change(k % n)).version
-    seconds = time.perf_counter() - t0
-    return {"store": name, "nodes": n, "put_ms": put_ms, "patches": patches,
-            "changes_per_s": patches / seconds, "patch_ms": seconds / patches * 1e3}
+    cache.put(KEY, snap.nodes, snap.running)
+    put_s = time.perf_counter() - t0
+    read_ms, decide_ms, examined, started = decision_times(cache, jobs_body, policy, repeat)
+    rate = patch_rate(cache, list(snap.running), patches, batch)
+    cache.delete(KEY)
+    return {"store": store, "nodes": n, "running": len(snap.running), "jobs": len(jobs_body),
+            "put_s": put_s, "index_read_ms": read_ms, "decide_ms": decide_ms,
+            "total_ms": read_ms + decide_ms, "examined": examined,
+            "examined_%": 100 * examined / n, "started": started, "patch_changes_per_s": rate}
 
 
 @cli.command()
-def main(nodes: str = "1000,10000", patches: int = 200,
+def main(nodes: str = "10000,100000", jobs: int = 2000, policy: str = "easy", repeat: int = 3,
+         patches: int = 50, batch: int = 20,
          redis_url: Annotated[str, typer.Option(help="a Redis to use (db flushed)")] = "redis://127.0.0.1:6379/14",
          json_out: Annotated[Path | None, typer.Option("--json")] = None) -> None:
-    client = redis.Redis.from_url(redis_url)
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
     client.flushdb()
+    snap = cluster(10)
+    jobs_body = request_body(snap, pending(jobs), policy)["pending"]
     rows = []
-    for n in [int(x) for x in nodes.split(",") if x]:
-        rows.append(row(MemoryClusterStore(), "memory", n, patches))
-        rows.append(row(RedisClusterStore(client), "redis", n, patches))
+    sizes = [int(x) for x in nodes.split(",") if x]
+    for store, make in (("memory", lambda: ClusterCache(MemoryKv())),
+                        ("redis", lambda: ClusterCache(RedisKv(client)))):
+        for n in sizes:
+            rows.append(rows_for(store, make(), n, jobs_body, policy, repeat, patches, batch))
+            console.log(rows[-1])
     client.flushdb()
-    table = Table(title="Cluster cache: PUT and one-change PATCHes (each PATCH re-checks the whole snapshot)")
+    table = Table(title=f"Decisions from the cluster index ({policy}, {jobs} pending jobs), PUT, PATCH "
+                        f"({batch} changes each)")
     for c in rows[0]:
         table.add_column(c, justify="left" if c == "store" else "right")
     for r in rows:
-        table.add_row(*[f"{v:,.1f}" if isinstance(v, float) else str(v) for v in r.values()])
-    finish(console, [table], rows, json_out)
+        table.add_row(*[f"{v:,.1f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else v
+                        for v in r.values()])
+    ratios = Table(title="Largest over smallest cluster, decision time (index read + decide)")
+    for c in ("store", "sizes", "ratio"):
+        ratios.add_column(c)
+    for store in ("memory", "redis"):
+        mine = [r for r in rows if r["store"] == store]
+        ratios.add_row(store, f"{mine[-1]['nodes']:,} / {mine[0]['nodes']:,}",
+                       f"{mine[-1]['total_ms'] / mine[0]['total_ms']:.2f}")
+    finish(console, [table, ratios], rows, json_out)
 
 
 if __name__ == "__main__":

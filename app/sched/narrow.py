@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.sched.model import Job, Node, NodeState, Triple
-from app.sched.partitions import PartitionRules, capacity_bucket, search_labels
+from app.sched.partitions import PartitionRules, may_hold, search_labels, surely_holds
+
+Bucket = tuple[int, int, int]
 
 
 class Source(Protocol):
-    def buckets(self, queue: str, label: str) -> list[int]: ...
-    def pages(self, asks: list[tuple[str, str, int, int, int]]) -> list[list[str]]:
+    def buckets(self, queue: str, label: str) -> list[Bucket]: ...
+    def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
         """For each (queue, label, bucket, start, count): member node ids, lowest score first."""
     def nodes(self, ids: list[str]) -> dict[str, Node]: ...
     def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
@@ -82,7 +84,7 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
         _fill(source, c, rules, out)
         widest[c.queue] = max(widest[c.queue], c.widest)
     for q in sorted(widest):
-        _first_to_free(source, q, max(rules.reserve_nodes, 2 * widest[q]), rules, out)
+        _first_to_free(source, q, rules.reserve_nodes + widest[q], rules, out)
     promised = sorted({n for j in jobs for n in j.promise_nodes} - set(out.found))
     out.found.update(source.nodes(promised))
     out.chosen.update(n for n in promised if n in out.found)
@@ -98,21 +100,25 @@ def fits(node: Node, c: DemandClass) -> int:
 
 
 def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> None:
-    """Take the class's partitions' best members, bucket by bucket, in pages that double (4, 8, ...
-    up to `rules.page`), until the nodes taken can hold the class's jobs."""
-    lowest = capacity_bucket((c.demand[0], 0, 0))
-    cursors = {(label, b): 0 for label in c.search for b in source.buckets(c.queue, label) if b >= lowest}
+    """Take the class's partitions' members: buckets whose every node holds the demand first, then
+    those where some may; the smallest bucket first (best fit) in each group; the lowest fragment
+    score first inside a bucket, in pages that double (4, 8, ... up to `rules.page`), until the
+    nodes taken can hold the class's jobs or the class's reads are spent."""
     have = [0, 0]  # slots, nodes
-    size = 4
-    while cursors and not _enough(c, have, rules) and len(out.found) < rules.max_nodes:
-        asks = [(c.queue, label, b, start, size) for (label, b), start in sorted(cursors.items())]
-        for (_, label, b, _, _), got in zip(asks, source.pages(asks), strict=True):
-            cursors[(label, b)] += len(got)
-            if len(got) < size:
-                del cursors[(label, b)]
-            out.found.update(source.nodes([n for n in got if n not in out.found]))
+    budget = rules.page + 2 * c.widest
+    buckets = sorted((not surely_holds(b, c.demand), tuple(b), label) for label in c.search
+                     for b in source.buckets(c.queue, label) if may_hold(b, c.demand))
+    for _, b, label in buckets:
+        start, size = 0, 4
+        while not _enough(c, have, rules) and budget > 0 and len(out.found) < rules.max_nodes:
+            got = source.pages([(c.queue, label, b, start, size)])[0]
+            fresh = [n for n in got if n not in out.found]
+            budget -= len(fresh)
+            out.found.update(source.nodes(fresh))
             _take(c, got, have, rules, out)
-        size = min(2 * size, rules.page)
+            if len(got) < size:
+                break
+            start, size = start + size, min(2 * size, rules.page)
 
 
 def _enough(c: DemandClass, have: list[int], rules: NarrowRules) -> bool:
@@ -120,11 +126,13 @@ def _enough(c: DemandClass, have: list[int], rules: NarrowRules) -> bool:
 
 
 def _take(c: DemandClass, got: list[str], have: list[int], rules: NarrowRules, out: Narrowed) -> None:
+    """Choose the nodes of a page that can hold the class's demand (classes share nodes: a node
+    another class chose counts for this one too), until the class has enough."""
     for nid in got:
         if _enough(c, have, rules):
             return
         k = fits(out.found[nid], c) if nid in out.found else 0
-        if k and nid not in out.chosen:
+        if k:
             out.chosen.add(nid)
             have[0] += min(k, c.slots)
             have[1] += 1
@@ -134,12 +142,13 @@ def _first_to_free(source: Source, queue: str, wanted: int, rules: NarrowRules, 
     """Add `wanted` nodes of the queue's running jobs that end first: where reservations will go."""
     added, start = 0, 0
     while added < wanted and len(out.found) < rules.max_nodes:
-        page = source.ending_first(queue, start, rules.page)
+        size = min(rules.page, max(4, wanted - added))
+        page = source.ending_first(queue, start, size)
         start += len(page)
-        ids = sorted({n for _, nodes in page for n in nodes} - out.chosen)
-        out.found.update(source.nodes([n for n in ids if n not in out.found]))
-        fresh = [n for n in ids if n in out.found]
+        order = list(dict.fromkeys(n for _, nodes in page for n in nodes if n not in out.chosen))
+        out.found.update(source.nodes([n for n in order if n not in out.found]))
+        fresh = [n for n in order if n in out.found][:wanted - added]
         out.chosen.update(fresh)
         added += len(fresh)
-        if len(page) < rules.page:
-            break
+        if len(page) < size:
+            return

@@ -73,10 +73,21 @@ def should_move(at_last_move: Triple, free: Triple, rules: PartitionRules = Part
             or free[2] != at_last_move[2])
 
 
-def capacity_bucket(free: Triple) -> int:
-    """Bucket of remaining capacity: the power of two just under the free cores (0 for none), so a
-    job asking c cores looks only in buckets >= log2(c) (floor) and skips nodes that cannot hold it."""
-    return free[0].bit_length()
+def capacity_bucket(free: Triple) -> tuple[int, int, int]:
+    """Bucket of remaining capacity: per resource, the power of two just under the free amount (its
+    bit length; 0 for none). A job asking (c, m, g) looks only in buckets that `may_hold` it, and so
+    skips nodes short of any resource."""
+    return (max(free[0], 0).bit_length(), max(free[1], 0).bit_length(), max(free[2], 0).bit_length())
+
+
+def may_hold(bucket: tuple[int, int, int] | list[int], demand: Triple) -> bool:
+    """Whether some node of the bucket could hold the demand (a node below it in any resource cannot)."""
+    return all(b >= d.bit_length() for b, d in zip(bucket, demand, strict=True))
+
+
+def surely_holds(bucket: tuple[int, int, int] | list[int], demand: Triple) -> bool:
+    """Whether every node of the bucket holds the demand (its least amount, 2^(b-1), is enough)."""
+    return all(d == 0 or (b > 0 and 1 << (b - 1) >= d) for b, d in zip(bucket, demand, strict=True))
 
 
 def search_labels(job: Job, rules: PartitionRules = PartitionRules()) -> tuple[str, ...]:

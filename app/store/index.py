@@ -25,7 +25,7 @@ import numpy as np
 
 from app.errors import NotFoundError, VersionConflictError
 from app.sched.model import CapacityType, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster
-from app.sched.narrow import Narrowed
+from app.sched.narrow import Bucket, Narrowed
 from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
 from app.sched.selectors.fragment import fragment_scores
 from app.store.kv import Conflict, MemoryKv, RedisKv, Tx
@@ -42,8 +42,8 @@ class Keys:
         self.pos, self.keys = self.ns + "pos", self.ns + "keys"
         self.types, self.qtot = self.ns + "types", self.ns + "qtot"
 
-    def part(self, queue: str, label: str, bucket: int) -> str:
-        return self.ns + "p:" + json.dumps([queue, label, bucket])
+    def part(self, queue: str, label: str, bucket: Bucket) -> str:
+        return self.ns + "p:" + json.dumps([queue, label, list(bucket)])
 
     def ends(self, queue: str) -> str:
         return self.ns + "e:" + json.dumps(queue)
@@ -373,22 +373,32 @@ class IndexSource:
     def __init__(self, tx: Tx, k: Keys) -> None:
         self.tx, self.k = tx, k
         self.version = _version(tx, k)
-        self._buckets: dict[tuple[str, str], list[int]] = {}
+        self._buckets: dict[tuple[str, str], list[Bucket]] = {}
         for z in tx.smembers(k.keys):
             if z.startswith(k.ns + "p:"):
                 q, label, b = json.loads(z[len(k.ns) + 2:])
-                self._buckets.setdefault((q, label), []).append(b)
+                self._buckets.setdefault((q, label), []).append((b[0], b[1], b[2]))
         self.recs: dict[str, NodeRec] = {}
+        self._read: dict[str, list[str]] = {}  # each sorted set's members read so far, in order
+        self._ended: set[str] = set()  # sorted sets read to their end
 
     def queues(self) -> list[str]:
         return sorted({q for q, _ in self._buckets})
 
-    def buckets(self, queue: str, label: str) -> list[int]:
+    def buckets(self, queue: str, label: str) -> list[Bucket]:
         return sorted(self._buckets.get((queue, label), []))
 
-    def pages(self, asks: list[tuple[str, str, int, int, int]]) -> list[list[str]]:
-        got = self.tx.zrange_many([(self.k.part(q, lab, b), s, s + n - 1) for q, lab, b, s, n in asks])
-        return [[m for m, _ in page] for page in got]
+    def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
+        """Members start..start+count-1 of each asked sorted set; what was read once is not read again."""
+        keys = [self.k.part(q, lab, b) for q, lab, b, _, _ in asks]
+        missing = sorted({z: s + n for z, (_, _, _, s, n) in zip(keys, asks, strict=True)
+                          if z not in self._ended and len(self._read.get(z, [])) < s + n}.items())
+        ranges = [(z, len(self._read.get(z, [])), upto - 1) for z, upto in missing]
+        for (z, first, last), got in zip(ranges, self.tx.zrange_many(ranges), strict=True):
+            self._read.setdefault(z, []).extend(m for m, _ in got)
+            if len(got) < last - first + 1:
+                self._ended.add(z)
+        return [self._read.get(z, [])[s:s + n] for z, (_, _, _, s, n) in zip(keys, asks, strict=True)]
 
     def nodes(self, ids: list[str]) -> dict[str, Node]:
         raw = self.tx.hmget(self.k.node, ids)

@@ -11,8 +11,10 @@ from app.sched.partitions import (
     capacity_bucket,
     hardware_labels,
     job_label,
+    may_hold,
     offered_labels,
     should_move,
+    surely_holds,
 )
 
 RULES = PartitionRules(bigmem_mib_per_core=8192, cpu_threshold=4, mem_threshold_mib=16_384)
@@ -60,10 +62,15 @@ def test_a_change_past_a_threshold_moves_it(cpu: int, mem: int, d: int, sign: in
     assert should_move((cpu, mem, 2), (cpu, mem, 1), RULES)
 
 
-@given(st.integers(1, 1024), st.integers(0, 1024))
-def test_a_bucket_below_the_jobs_never_holds_it(need: int, free: int) -> None:
-    if capacity_bucket((free, 0, 0)) < capacity_bucket((need, 0, 0)):
-        assert free < need
+TRIPLES = st.tuples(st.integers(0, 1024), st.integers(0, 1 << 21), st.integers(0, 8))
+
+
+@given(TRIPLES, TRIPLES)
+def test_a_bucket_that_may_not_hold_a_demand_never_holds_it(need, free) -> None:  # noqa: ANN001
+    if not may_hold(capacity_bucket(free), need):
+        assert any(f < n for f, n in zip(free, need, strict=True))
+    if surely_holds(capacity_bucket(free), need):
+        assert all(f >= n for f, n in zip(free, need, strict=True))
 
 
 @given(st.integers(1, 16), st.integers(0, 64))
