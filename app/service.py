@@ -43,8 +43,8 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache
     else:
         cache, key = _index_of(req, clusters, tenant)
         queues = "all" if params.migration is not None else None
-        snapshot, jobs, examined = cache.read(
-            key, lambda tx, k: _narrowed(tx, k, req, rules or NarrowRules(), queues))
+        rules = rules or NarrowRules(reserve_all=params.reservation_depth > 1)
+        snapshot, jobs, examined = cache.read(key, lambda tx, k: _narrowed(tx, k, req, rules, queues))
     t1 = time.perf_counter()
     decision = decide(snapshot, jobs, name, params)
     if examined is not None:

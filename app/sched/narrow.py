@@ -11,6 +11,7 @@ Pure: the index is reached through `Source`, which a store implements.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -34,8 +35,10 @@ class Source(Protocol):
 @dataclass(frozen=True, slots=True)
 class NarrowRules:
     page: int = 64  # members taken from a bucket at a time, at most
-    slack: float = 1.5  # capacity looked for, relative to what a class's jobs need
+    slack: float = 1.0  # room looked for, relative to what a class's jobs need (room is shared out)
+    class_reads: int = 16  # node records a class may read beyond twice its widest job's nodes
     reserve_nodes: int = 16  # nodes of the first-ending jobs added per queue, at least
+    reserve_all: bool = False  # conservative: also a node per node-slot the free nodes lack
     max_nodes: int = 4096  # nodes one pass may look at, at most
     partitions: PartitionRules = PartitionRules()
 
@@ -54,6 +57,9 @@ class DemandClass:
 class Narrowed:
     found: dict[str, Node] = field(default_factory=dict)  # every node record read
     chosen: set[str] = field(default_factory=set)  # the nodes the pass will see
+    # free resources of chosen nodes once the classes before have taken what they need from them,
+    # so classes sharing nodes do not all count the same room
+    room: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def examined(self) -> int:
@@ -79,38 +85,45 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
     """The nodes a pass over `jobs` should see, found through the index."""
     out = Narrowed()
     found = classes(jobs, queues, rules.partitions)
+    wanted: dict[str, int] = defaultdict(lambda: rules.reserve_nodes)
     widest: dict[str, int] = defaultdict(int)
     for c in found:
-        _fill(source, c, rules, out)
+        short = _fill(source, c, rules, out)
         widest[c.queue] = max(widest[c.queue], c.widest)
+        if rules.reserve_all:
+            wanted[c.queue] += short
     for q in sorted(widest):
-        _first_to_free(source, q, rules.reserve_nodes + widest[q], rules, out)
+        _first_to_free(source, q, wanted[q] + widest[q], rules, out)
     promised = sorted({n for j in jobs for n in j.promise_nodes} - set(out.found))
     out.found.update(source.nodes(promised))
     out.chosen.update(n for n in promised if n in out.found)
     return out
 
 
-def fits(node: Node, c: DemandClass) -> int:
-    """How many of the class's per-node demands the node can hold now (0: none, or not eligible)."""
+def fits(node: Node, c: DemandClass, room: list[int] | None = None) -> int:
+    """How many of the class's per-node demands the node can hold (0: none, or not eligible), in its
+    free resources or in `room`."""
     if node.state != NodeState.UP or node.queue != c.queue or not c.labels <= node.labels:
         return 0
-    room = [(node.cap[r] - node.alloc[r]) // c.demand[r] for r in range(3) if c.demand[r] > 0]
-    return max(0, min(room)) if room else c.slots
+    free = room if room is not None else [node.cap[r] - node.alloc[r] for r in range(3)]
+    counts = [free[r] // c.demand[r] for r in range(3) if c.demand[r] > 0]
+    return max(0, min(counts)) if counts else c.slots
 
 
-def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> None:
+def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> int:
     """Take the class's partitions' members: buckets whose every node holds the demand first, then
     those where some may; the smallest bucket first (best fit) in each group; the lowest fragment
-    score first inside a bucket, in pages that double (4, 8, ... up to `rules.page`), until the
-    nodes taken can hold the class's jobs or the class's reads are spent."""
+    score first inside a bucket, in pages that double (2, 4, ... up to `rules.page`), until the
+    nodes taken can hold the class's jobs or the class's reads are spent. Answers the node-slots
+    still missing."""
     have = [0, 0]  # slots, nodes
-    budget = rules.page + 2 * c.widest
+    budget = rules.class_reads + 2 * c.widest
     buckets = sorted((not surely_holds(b, c.demand), tuple(b), label) for label in c.search
                      for b in source.buckets(c.queue, label) if may_hold(b, c.demand))
     for _, b, label in buckets:
-        start, size = 0, 4
+        start, size = 0, 2
         while not _enough(c, have, rules) and budget > 0 and len(out.found) < rules.max_nodes:
+            size = min(size, _missing(c, have, rules))
             got = source.pages([(c.queue, label, b, start, size)])[0]
             fresh = [n for n in got if n not in out.found]
             budget -= len(fresh)
@@ -119,6 +132,12 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
             if len(got) < size:
                 break
             start, size = start + size, min(2 * size, rules.page)
+    return max(0, c.slots - have[0])
+
+
+def _missing(c: DemandClass, have: list[int], rules: NarrowRules) -> int:
+    """The most nodes the class may still need (every node holds at least one of its slots)."""
+    return max(1, math.ceil(c.slots * rules.slack - have[0]), c.widest - have[1])
 
 
 def _enough(c: DemandClass, have: list[int], rules: NarrowRules) -> bool:
@@ -126,15 +145,22 @@ def _enough(c: DemandClass, have: list[int], rules: NarrowRules) -> bool:
 
 
 def _take(c: DemandClass, got: list[str], have: list[int], rules: NarrowRules, out: Narrowed) -> None:
-    """Choose the nodes of a page that can hold the class's demand (classes share nodes: a node
-    another class chose counts for this one too), until the class has enough."""
+    """Choose the nodes of a page with room for the class's demand, until the class has enough;
+    what the class needs is taken from their room (the slack beyond is counted, not taken)."""
     for nid in got:
         if _enough(c, have, rules):
             return
-        k = fits(out.found[nid], c) if nid in out.found else 0
+        node = out.found.get(nid)
+        if node is None:
+            continue
+        room = out.room.setdefault(nid, [node.cap[r] - node.alloc[r] for r in range(3)])
+        k = fits(node, c, room)
         if k:
             out.chosen.add(nid)
-            have[0] += min(k, c.slots)
+            taken = min(k, max(0, c.slots - have[0]))
+            for r in range(3):
+                room[r] -= taken * c.demand[r]
+            have[0] += k
             have[1] += 1
 
 

@@ -258,3 +258,27 @@ def test_same_snapshot_same_candidates_on_both_stores() -> None:
     assert seen[0] == seen[1]
     assert 0 < len(seen[0].nodes) < len(cluster) / 2
     client.flushdb()
+
+
+def test_a_500_job_pass_reads_under_5_percent_of_10000_nodes() -> None:
+    """The issue's bound, on bench/workload.py's labelled cluster (std/bigmem/gpu nodes in four
+    queues, ~90 % busy) and a genomics-like queue: mostly single-node jobs, some up to 16 nodes."""
+    from dataclasses import replace
+
+    from bench.workload import cluster, pending
+    snap = cluster(10_000)
+    jobs = [replace(j, nodes=min(j.nodes, 16)) for j in pending(500)]
+    cache = ClusterCache(MemoryKv())
+    cache.put("t:big", snap.nodes, snap.running)
+
+    def read(tx, k):  # noqa: ANN001, ANN202
+        src = IndexSource(tx, k)
+        found = narrow(src, jobs)
+        return src.snapshot(snap.now, found), found
+
+    sub, found = cache.read("t:big", read)
+    assert found.examined <= 0.05 * len(snap.nodes), found.examined
+    for name in ("easy", "conservative"):
+        decision = decide(sub, jobs, name, params_for(name, {}, None))
+        assert check_decision(snap, jobs, decision) == []
+        assert len(decision.starts) > 100  # the candidates are enough to start work, not a token few
