@@ -67,7 +67,8 @@ def patch_rate(cache: ClusterCache, running: list[RunningJob], patches: int, bat
             changes.append({"op": "job_started", "job": {
                 "id": again.id, "queue": again.queue, "start_time": again.start_time,
                 "walltime_s": again.walltime_s,
-                "allocation": [{"node": n, "cpu": a[0], "mem_mib": a[1], "gpu": a[2]} for n, a in again.alloc]}})
+                "allocation": [{"node": n, "cpu": a[0], "mem_mib": a[1], "gpu": a[2]}
+                               for n, a in again.alloc]}})
             live.append(again)
         body = ClusterPatch.model_validate({"changes": changes})
         version = service.patch_cluster(cache, "bench", "c", version, body).version
