@@ -170,7 +170,7 @@ class BackfillPass:
         if (self.profile.first_booking[ranked] < release).any():
             n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
             ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
-            ranked = self._drop_conflicts(ranked, d, release)[:n]
+            ranked = self._first_clear(ranked, d, release, n)
             if len(ranked) < n:
                 return None, True
         for x in ranked.tolist():
@@ -192,13 +192,23 @@ class BackfillPass:
             kept.append(d)
             self.failed_frontier[key] = kept
 
-    def _drop_conflicts(self, ranked: np.ndarray, d: tuple[int, int, int],
-                        release: float) -> np.ndarray:
-        """`ranked` without the nodes where d until `release` would delay a booking (seed 000 (b))."""
-        doubtful = self.profile.first_booking[ranked] < release
+    def _first_clear(self, ranked: np.ndarray, d: tuple[int, int, int], release: float,
+                     n: int) -> np.ndarray:
+        """The first n of `ranked` where d until `release` delays no booking (seed 000 (b)).
+
+        Doubtful nodes are checked in rank order, in growing chunks, until n are known to be clear.
+        """
+        doubtful = np.flatnonzero(self.profile.first_booking[ranked] < release)
         ok = np.ones(len(ranked), dtype=bool)
-        ok[doubtful] = self.profile.holds_over(ranked[doubtful], d, self.now, release)
-        return ranked[ok]
+        done, chunk = 0, max(16, 2 * n)
+        while done < len(doubtful):
+            part = doubtful[done : done + chunk]
+            ok[part] = self.profile.holds_over(ranked[part], d, self.now, release)
+            done, chunk = done + chunk, 2 * chunk
+            settled = doubtful[done] if done < len(doubtful) else len(ranked)
+            if np.count_nonzero(ok[:settled]) >= n:
+                break
+        return ranked[ok][:n]
 
     def _reserve(self, job: Job, elig: Eligible,
                  promise: tuple[np.ndarray, float, float] | None = None) -> bool:
@@ -305,6 +315,8 @@ class BackfillPass:
 
     @staticmethod
     def _nth(times: np.ndarray, n: int) -> float:
+        if n == 1:  # the smallest; INF when none is finite
+            return float(times.min()) if len(times) else INF
         finite = times[np.isfinite(times)]
         return float(np.partition(finite, n - 1)[n - 1]) if len(finite) >= n else INF
 

@@ -16,6 +16,7 @@ All instants but `now` are multiples of the time grain, so answers do not drift 
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 
 import numpy as np
 
@@ -182,8 +183,7 @@ class Profile:
             self._rebuild(np.asarray(sorted(rows), dtype=np.int64))
             return
         for x in rows:
-            for t0, t1, d in self.unflushed.pop(x):
-                self._apply(x, t0, t1, d)
+            self._fold_row(x, self.unflushed.pop(x))
 
     def _flush_eligible(self, elig: Eligible) -> None:
         """Fold the recorded changes before a question about `elig`.
@@ -247,28 +247,28 @@ class Profile:
         self.cum[:, rows, k:] = cum[:, :, -1:]
         self.width = max(self.width, k)
 
-    def _apply(self, x: int, t0: float, t1: float, d: Triple) -> None:
-        """Take d from node x over [t0, t1) in the matrix, adding the instants it needs."""
-        lo = self._column(x, t0) if t0 > self.now else 0
-        hi = self._column(x, t1)
-        self.cum[:, x, lo:hi] -= np.asarray(d, dtype=np.int64)[:, None]
-
-    def _column(self, x: int, t: float) -> int:
-        """The column of instant t in row x, inserted (value carried over) if missing."""
+    def _fold_row(self, x: int, changes: list[tuple[float, float, Triple]]) -> None:
+        """Take each change's d from node x over its [t0, t1), adding the instants it needs."""
         row = self.times[x]
-        k = int(np.searchsorted(row, t, side="left"))
-        if k < row.shape[0] and row[k] == t:
-            return k
-        if not math.isinf(row[-1]):
+        m = int(np.searchsorted(row, INF))
+        times = row[:m].tolist()
+        cum = self.cum[:, x, :m].T.tolist()
+        for t0, t1, d in changes:
+            lo = _instant(times, cum, t0) if t0 > self.now else 0
+            hi = _instant(times, cum, t1)
+            for col in cum[lo:hi]:
+                col[0] -= d[0]
+                col[1] -= d[1]
+                col[2] -= d[2]
+        k = len(times)
+        while k > self.times.shape[1]:
             self._grow()
-            row = self.times[x]
-        row[k + 1 :] = row[k:-1].copy()
-        row[k] = t
-        self.width = max(self.width, min(int(np.searchsorted(row, INF)) + 1, row.shape[0]))
-        cum = self.cum[:, x, :]
-        cum[:, k + 1 :] = cum[:, k:-1].copy()
-        cum[:, k] = cum[:, k - 1]
-        return k
+        self.times[x, :k] = times
+        self.times[x, k:] = INF
+        block = np.array(cum, dtype=np.int64).T
+        self.cum[:, x, :k] = block
+        self.cum[:, x, k:] = block[:, -1:]
+        self.width = max(self.width, min(k + 1, self.times.shape[1]))
 
     def _grow(self) -> None:
         n, k = self.times.shape
@@ -278,6 +278,15 @@ class Profile:
         cum[:, :, :k] = self.cum
         cum[:, :, k:] = self.cum[:, :, -1:]
         self.times, self.cum = times, cum
+
+
+def _instant(times: list[float], cum: list[list[int]], t: float) -> int:
+    """The index of instant t in a row held as lists, inserted (value carried over) if missing."""
+    k = bisect_left(times, t)
+    if k == len(times) or times[k] != t:
+        times.insert(k, t)
+        cum.insert(k, list(cum[k - 1]))
+    return k
 
 
 def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.ndarray, np.ndarray]:
