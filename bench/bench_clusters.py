@@ -10,6 +10,7 @@ per node). The issue's target: the 100,000-node decision time <= 2 x the 10,000-
 
 from __future__ import annotations
 
+import gc
 import random
 import statistics
 import sys
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import service  # noqa: E402
 from app.sched.model import RunningJob  # noqa: E402
+from app.settings import Settings  # noqa: E402
 from app.store.index import ClusterCache  # noqa: E402
 from app.store.kv import MemoryKv, RedisKv  # noqa: E402
 from bench.common import finish  # noqa: E402
@@ -95,6 +97,8 @@ def main(nodes: str = "10000,100000", jobs: int = 2000, policy: str = "easy", re
          patches: int = 50, batch: int = 20,
          redis_url: Annotated[str, typer.Option(help="a Redis to use (db flushed)")] = "redis://127.0.0.1:6379/14",
          json_out: Annotated[Path | None, typer.Option("--json")] = None) -> None:
+    _, gen1, gen2 = gc.get_threshold()  # as the service sets it (HPCSCHED_GC_GEN0_THRESHOLD)
+    gc.set_threshold(Settings().gc_gen0_threshold, gen1, gen2)
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     client.flushdb()
     snap = cluster(10)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.sched.model import Job, Node, NodeState, Triple
-from app.sched.partitions import PartitionRules, may_hold, search_labels, surely_holds
+from app.sched.partitions import PartitionRules, bucket_floor, may_hold, search_labels, surely_holds
 
 Bucket = tuple[int, int, int]
 
@@ -94,9 +94,9 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
             wanted[c.queue] += short
     for q in sorted(widest):
         _first_to_free(source, q, wanted[q] + widest[q], rules, out)
-    promised = sorted({n for j in jobs for n in j.promise_nodes} - set(out.found))
-    out.found.update(source.nodes(promised))
-    out.chosen.update(n for n in promised if n in out.found)
+    promised = {n for j in jobs for n in j.promise_nodes}
+    out.found.update(source.nodes(sorted((promised | out.chosen) - set(out.found))))
+    out.chosen = {n for n in out.chosen | promised if n in out.found}  # a node may be gone
     return out
 
 
@@ -105,9 +105,7 @@ def fits(node: Node, c: DemandClass, room: list[int] | None = None) -> int:
     free resources or in `room`."""
     if node.state != NodeState.UP or node.queue != c.queue or not c.labels <= node.labels:
         return 0
-    free = room if room is not None else [node.cap[r] - node.alloc[r] for r in range(3)]
-    counts = [free[r] // c.demand[r] for r in range(3) if c.demand[r] > 0]
-    return max(0, min(counts)) if counts else c.slots
+    return _count(c, room if room is not None else [node.cap[r] - node.alloc[r] for r in range(3)])
 
 
 def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> int:
@@ -120,15 +118,19 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
     budget = rules.class_reads + 2 * c.widest
     buckets = sorted((not surely_holds(b, c.demand), tuple(b), label) for label in c.search
                      for b in source.buckets(c.queue, label) if may_hold(b, c.demand))
-    for _, b, label in buckets:
+    for borderline, b, label in buckets:
+        # every member of a sure bucket holds the demand: its room is taken as the bucket's floor and
+        # its record read once, at the end, if it is chosen (unless the job has several labels)
+        floor = bucket_floor(b) if not borderline and len(c.labels) <= 1 else None
         start, size = 0, 2
         while not _enough(c, have, rules) and budget > 0 and len(out.found) < rules.max_nodes:
             size = min(size, _missing(c, have, rules))
             got = source.pages([(c.queue, label, b, start, size)])[0]
-            fresh = [n for n in got if n not in out.found]
-            budget -= len(fresh)
-            out.found.update(source.nodes(fresh))
-            _take(c, got, have, rules, out)
+            if floor is None:
+                fresh = [n for n in got if n not in out.found]
+                budget -= len(fresh)
+                out.found.update(source.nodes(fresh))
+            _take(c, got, have, rules, out, floor)
             if len(got) < size:
                 break
             start, size = start + size, min(2 * size, rules.page)
@@ -144,17 +146,23 @@ def _enough(c: DemandClass, have: list[int], rules: NarrowRules) -> bool:
     return have[0] >= c.slots * rules.slack and have[1] >= c.widest
 
 
-def _take(c: DemandClass, got: list[str], have: list[int], rules: NarrowRules, out: Narrowed) -> None:
+def _take(c: DemandClass, got: list[str], have: list[int], rules: NarrowRules, out: Narrowed,
+          floor: list[int] | None) -> None:
     """Choose the nodes of a page with room for the class's demand, until the class has enough;
-    what the class needs is taken from their room (the slack beyond is counted, not taken)."""
+    what the class needs is taken from their room (the slack beyond is counted, not taken). A node
+    not read yet has its bucket's `floor` as room."""
     for nid in got:
         if _enough(c, have, rules):
             return
+        room = out.room.get(nid)
+        if room is None:
+            node = out.found.get(nid)
+            if node is None and floor is None:
+                continue
+            room = list(floor) if node is None else [node.cap[r] - node.alloc[r] for r in range(3)]
+            out.room[nid] = room
         node = out.found.get(nid)
-        if node is None:
-            continue
-        room = out.room.setdefault(nid, [node.cap[r] - node.alloc[r] for r in range(3)])
-        k = fits(node, c, room)
+        k = fits(node, c, room) if node is not None else _count(c, room)
         if k:
             out.chosen.add(nid)
             taken = min(k, max(0, c.slots - have[0]))
@@ -162,6 +170,11 @@ def _take(c: DemandClass, got: list[str], have: list[int], rules: NarrowRules, o
                 room[r] -= taken * c.demand[r]
             have[0] += k
             have[1] += 1
+
+
+def _count(c: DemandClass, room: list[int]) -> int:
+    counts = [room[r] // c.demand[r] for r in range(3) if c.demand[r] > 0]
+    return max(0, min(counts)) if counts else c.slots
 
 
 def _first_to_free(source: Source, queue: str, wanted: int, rules: NarrowRules, out: Narrowed) -> None:

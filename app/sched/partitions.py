@@ -90,6 +90,11 @@ def surely_holds(bucket: tuple[int, int, int] | list[int], demand: Triple) -> bo
     return all(d == 0 or (b > 0 and 1 << (b - 1) >= d) for b, d in zip(bucket, demand, strict=True))
 
 
+def bucket_floor(bucket: tuple[int, int, int] | list[int]) -> list[int]:
+    """The least free amounts of a bucket's nodes (when they last moved)."""
+    return [1 << (b - 1) if b > 0 else 0 for b in bucket]
+
+
 def search_labels(job: Job, rules: PartitionRules = PartitionRules()) -> tuple[str, ...]:
     """The partitions searched for a job, in order: its constraint's labels (the rarest is not known
     here, so the first by name), else its derived second label."""

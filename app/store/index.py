@@ -390,6 +390,8 @@ class IndexSource:
 
     def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
         """Members start..start+count-1 of each asked sorted set; what was read once is not read again."""
+        if not self._read:
+            self._prefetch()
         keys = [self.k.part(q, lab, b) for q, lab, b, _, _ in asks]
         missing = sorted({z: s + n for z, (_, _, _, s, n) in zip(keys, asks, strict=True)
                           if z not in self._ended and len(self._read.get(z, [])) < s + n}.items())
@@ -399,6 +401,15 @@ class IndexSource:
             if len(got) < last - first + 1:
                 self._ended.add(z)
         return [self._read.get(z, [])[s:s + n] for z, (_, _, _, s, n) in zip(keys, asks, strict=True)]
+
+    def _prefetch(self, count: int = 16) -> None:
+        """The first members of every partition's sorted sets, in one round trip: most classes'
+        first pages come from here."""
+        keys = sorted({self.k.part(q, lab, b) for (q, lab), bs in self._buckets.items() for b in bs})
+        for z, got in zip(keys, self.tx.zrange_many([(z, 0, count - 1) for z in keys]), strict=True):
+            self._read[z] = [m for m, _ in got]
+            if len(got) < count:
+                self._ended.add(z)
 
     def nodes(self, ids: list[str]) -> dict[str, Node]:
         raw = self.tx.hmget(self.k.node, ids)
