@@ -1,8 +1,8 @@
 """The cluster cache and its index (algorithms.md §5), on Redis or in process (`app.store.kv`).
 
-Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`:
-- `meta` hash: `version` (never reused, also across DELETE) and `live`; every write bumps the
-  version inside its transaction, and every transaction watches this key;
+Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`, a `meta` hash: `version` (never reused, also
+across DELETE), `live`, and `gen`, the generation that holds the state. Every write bumps the version
+inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:`:
 - `node` / `job` hashes: one field per node / running job (a compact JSON record);
 - `p:[queue,label,bucket]` sorted sets: the members of a label partition of a queue whose free cpu
   falls in a capacity bucket, scored by fragment score; `keys` lists them;
@@ -11,11 +11,18 @@ Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`:
 - `e:[queue]` sorted sets: running jobs by expected end;
 - `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
   and each queue's load are known without reading the nodes.
+
+A PUT writes a new generation piece by piece (nobody reads it yet), then switches `meta` to it in
+one small transaction and frees the old one: a big snapshot never blocks Redis in one long EXEC,
+and readers see the old state or the new one, never a mix. A writer that dies before the switch
+leaves an unreachable generation behind, never a half-written state.
 """
 
 from __future__ import annotations
 
 import json
+import uuid
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,7 +35,7 @@ from app.sched.model import CapacityType, Node, NodeState, RunningJob, Snapshot,
 from app.sched.narrow import Bucket, Narrowed
 from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
 from app.sched.selectors.fragment import fragment_scores
-from app.store.kv import Conflict, MemoryKv, RedisKv, Tx
+from app.store.kv import Conflict, MemoryKv, RedisKv, Tx, Writes
 
 PREFIX = "hpcsched:cl:"
 T = TypeVar("T")
@@ -36,14 +43,27 @@ RETRIES = 5
 
 
 class Keys:
-    def __init__(self, key: str) -> None:
-        self.ns = f"{PREFIX}{key}:"
-        self.meta, self.node, self.job = self.ns + "meta", self.ns + "node", self.ns + "job"
-        self.pos, self.keys = self.ns + "pos", self.ns + "keys"
+    """A cluster's key names: `meta` at its root, the rest under generation `gen` (see `at`)."""
+
+    def __init__(self, key: str, gen: str = "") -> None:
+        self.root = f"{PREFIX}{key}:"
+        self.meta = self.root + "meta"
+        self.at(gen)
+
+    def at(self, gen: str) -> Keys:
+        self.gen = gen
+        self.ns = f"{self.root}g{gen}:"
+        self.node, self.job, self.pos, self.keys = (self.ns + s for s in ("node", "job", "pos", "keys"))
         self.types, self.qtot = self.ns + "types", self.ns + "qtot"
+        self._parts: dict[tuple[str, str, Bucket], str] = {}
+        return self
 
     def part(self, queue: str, label: str, bucket: Bucket) -> str:
-        return self.ns + "p:" + json.dumps([queue, label, list(bucket)])
+        name = self._parts.get((queue, label, bucket))
+        if name is None:
+            name = self.ns + "p:" + json.dumps([queue, label, list(bucket)])
+            self._parts[queue, label, bucket] = name
+        return name
 
     def ends(self, queue: str) -> str:
         return self.ns + "e:" + json.dumps(queue)
@@ -59,10 +79,13 @@ class NodeRec:
     jobs: list[str]
 
 
+_compact = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not one per record
+
+
 def encode_node(r: NodeRec) -> str:
     n = r.node
-    return json.dumps([n.queue, sorted(n.labels), n.cap, n.alloc, n.cpu_load, n.cpu_ghz, n.state.value,
-                       r.jobs], separators=(",", ":"))
+    return _compact([n.queue, sorted(n.labels), n.cap, n.alloc, n.cpu_load, n.cpu_ghz, n.state.value,
+                     r.jobs])
 
 
 def decode_node(nid: str, raw: str) -> NodeRec:
@@ -72,8 +95,7 @@ def decode_node(nid: str, raw: str) -> NodeRec:
 
 
 def encode_job(j: RunningJob) -> str:
-    return json.dumps([j.queue, [[n, *d] for n, d in j.alloc], j.start_time, j.walltime_s, j.migrated],
-                      separators=(",", ":"))
+    return _compact([j.queue, [[n, *d] for n, d in j.alloc], j.start_time, j.walltime_s, j.migrated])
 
 
 def decode_job(jid: str, raw: str) -> RunningJob:
@@ -85,18 +107,14 @@ def _free(n: Node) -> Triple:
     return (n.cap[0] - n.alloc[0], n.cap[1] - n.alloc[1], n.cap[2] - n.alloc[2])
 
 
-def _type_fields(n: Node) -> list[str]:
-    base = [n.queue, sorted(n.labels), *n.cap]
-    up = [json.dumps([*base, "up"])] if n.state == NodeState.UP else []
-    return [json.dumps([*base, "any"]), *up]
+def _type_fields(kind: tuple[str, tuple[str, ...], Triple, bool]) -> list[str]:
+    queue, labels, cap, up = kind
+    base = [queue, list(labels), *cap]
+    return [json.dumps([*base, "any"]), *([json.dumps([*base, "up"])] if up else [])]
 
 
-def _totals(n: Node) -> dict[str, int]:
-    if n.state != NodeState.UP:
-        return {}
-    out = {json.dumps([n.queue, "cap", r]): n.cap[r] for r in range(3)}
-    out.update({json.dumps([n.queue, "used", r]): n.alloc[r] for r in range(3)})
-    return out
+def _kind(n: Node) -> tuple[str, tuple[str, ...], Triple, bool]:
+    return n.queue, tuple(sorted(n.labels)), n.cap, n.state == NodeState.UP
 
 
 class ClusterCache:
@@ -107,24 +125,42 @@ class ClusterCache:
         self.rules = rules or PartitionRules()
         self.backend = kv.backend
 
-    # --- writes -----------------------------------------------------------------------------------
+    # --- writes ----------------------------------------------------------------------------------
     def put(self, key: str, nodes: Sequence[Node], running: Sequence[RunningJob]) -> int:
-        """Replace the cluster with this snapshot (nodes' alloc = what `running` holds)."""
-        k = Keys(key)
-        with self._tx(k, must_exist=False) as tx:
-            tx.delete([*sorted(tx.smembers(k.keys)), *k.fixed()])
-            jobs_on: dict[str, list[str]] = {}
-            for rj in running:
-                for nid, _ in rj.alloc:
-                    jobs_on.setdefault(nid, []).append(rj.id)
-            recs = [NodeRec(n, jobs_on.get(n.id, [])) for n in nodes]
-            tx.hset(k.node, {r.node.id: encode_node(r) for r in recs})
-            tx.hset(k.job, {j.id: encode_job(j) for j in running})
-            for q in sorted({j.queue for j in running}):
-                tx.zadd(k.ends(q), {j.id: j.end_time for j in running if j.queue == q})
-            _Writer(tx, k, self.rules).place(recs, {})
-            _counts(tx, k, [], [r.node for r in recs])
-            return self._bump(tx, k)
+        """Replace the cluster with this snapshot (nodes' alloc = what `running` holds): written as a
+        new generation, then switched to."""
+        new = Keys(key, uuid.uuid4().hex[:12])
+        staged = Writes()
+        self._fill(staged, new, nodes, running)
+        self.kv.bulk(staged.ops)
+        for attempt in range(RETRIES):  # last writer wins: a PATCH or PUT in between only retries
+            try:
+                k = Keys(key)
+                with self._tx(k, must_exist=False) as tx:
+                    old = _generation_keys(tx, k)
+                    tx.hset(k.meta, {"gen": new.gen})
+                    version = self._bump(tx, k)
+                break
+            except VersionConflictError:
+                if attempt == RETRIES - 1:
+                    self.kv.bulk([("delete", sorted({op[1] for op in staged.ops}))])
+                    raise
+        self.kv.bulk([("delete", old)])
+        return version
+
+    def _fill(self, w: Writes, k: Keys, nodes: Sequence[Node], running: Sequence[RunningJob]) -> None:
+        jobs_on: dict[str, list[str]] = {}
+        for rj in running:
+            for nid, _ in rj.alloc:
+                jobs_on.setdefault(nid, []).append(rj.id)
+        recs = [NodeRec(n, jobs_on.get(n.id, [])) for n in nodes]
+        w.hset(k.node, {r.node.id: encode_node(r) for r in recs})
+        w.hset(k.job, {j.id: encode_job(j) for j in running})
+        for q in sorted({j.queue for j in running}):
+            w.zadd(k.ends(q), {j.id: j.end_time for j in running if j.queue == q})
+            w.sadd(k.keys, [k.ends(q)])
+        _Writer(w, k, self.rules).place(recs, {})
+        _counts(w, k, [], [r.node for r in recs])
 
     def patch(self, key: str, if_match: int, apply: Callable[[Edit], None]) -> tuple[int, int, int]:
         """Apply changes (`apply` edits the records) to the version the caller saw, all or none:
@@ -141,11 +177,12 @@ class ClusterCache:
         k = Keys(key)
         try:
             with self._tx(k) as tx:
-                tx.delete([*sorted(tx.smembers(k.keys)), *k.fixed()])
-                tx.hset(k.meta, {"live": 0})
+                old = _generation_keys(tx, k)
+                tx.hset(k.meta, {"live": 0, "gen": ""})
                 tx.hincrby(k.meta, "version", 1)
         except NotFoundError:
             return False
+        self.kv.bulk([("delete", old)])
         return True
 
     # --- reads ------------------------------------------------------------------------------------
@@ -183,7 +220,8 @@ class ClusterCache:
     def _tx(self, k: Keys, if_match: int | None = None, must_exist: bool = True) -> Iterator[Tx]:
         try:
             with self.kv.tx(k.meta) as tx:
-                live, version = tx.hmget(k.meta, ["live", "version"])
+                live, version, gen = tx.hmget(k.meta, ["live", "version", "gen"])
+                k.at(gen or "")
                 if live != "1" and must_exist:
                     raise NotFoundError(f"no cluster {_name(k)!r}")
                 if if_match is not None and int(version or 0) != if_match:
@@ -200,6 +238,11 @@ class ClusterCache:
         return version
 
 
+def _generation_keys(tx: Tx, k: Keys) -> list[str]:
+    """Every key of the generation `k` names (to free once it is replaced)."""
+    return [*sorted(tx.smembers(k.keys)), *k.fixed()] if k.gen else []
+
+
 def _grown(before: dict[str, object], after: dict[str, object]) -> int:
     """Records added minus records removed."""
     return sum((after[i] is not None) - (before[i] is not None) for i in after)
@@ -210,7 +253,7 @@ def _version(tx: Tx, k: Keys) -> int:
 
 
 def _name(k: Keys) -> str:
-    return k.ns[len(PREFIX):-1].split(":", 1)[-1]
+    return k.root[len(PREFIX):-1].split(":", 1)[-1]
 
 
 def _stale(k: Keys, if_match: int | None, version: str | None) -> VersionConflictError:
@@ -234,26 +277,31 @@ def _partitions(k: Keys, zkeys: list[str], sizes: list[int], ends: list[list[tup
     return [(label, int(a[0]), a[1], a[2]) for label, a in sorted(acc.items())]
 
 
-def _counts(tx: Tx, k: Keys, before: list[Node], after: list[Node]) -> None:
+def _counts(tx: Tx | Writes, k: Keys, before: list[Node], after: list[Node]) -> None:
     """Capacity-type counts and queue totals moved from the `before` records to the `after` ones."""
-    delta: dict[str, int] = {}
-    totals: dict[str, int] = {}
+    kinds: Counter[tuple[str, tuple[str, ...], Triple, bool]] = Counter()
+    totals: Counter[tuple[str, str, int]] = Counter()
     for sign, nodes in ((-1, before), (1, after)):
         for n in nodes:
-            for f in _type_fields(n):
-                delta[f] = delta.get(f, 0) + sign
-            for f, v in _totals(n).items():
-                totals[f] = totals.get(f, 0) + sign * v
+            kinds[_kind(n)] += sign
+            if n.state == NodeState.UP:
+                for r in range(3):
+                    totals[n.queue, "cap", r] += sign * n.cap[r]
+                    totals[n.queue, "used", r] += sign * n.alloc[r]
+    delta: Counter[str] = Counter()
+    for kind, v in kinds.items():
+        for f in _type_fields(kind):
+            delta[f] += v
     for f, v in delta.items():
         tx.hincrby(k.types, f, v)
-    for f, v in totals.items():
-        tx.hincrby(k.qtot, f, v)
+    for (q, what, r), v in totals.items():
+        tx.hincrby(k.qtot, json.dumps([q, what, r]), v)
 
 
 class _Writer:
     """Moves nodes in the partition sorted sets, with hysteresis."""
 
-    def __init__(self, tx: Tx, k: Keys, rules: PartitionRules) -> None:
+    def __init__(self, tx: Tx | Writes, k: Keys, rules: PartitionRules) -> None:
         self.tx, self.k, self.rules = tx, k, rules
 
     def place(self, recs: list[NodeRec], before: dict[str, tuple[list[str], Triple] | None]) -> None:

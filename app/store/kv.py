@@ -7,6 +7,11 @@ only if no other writer touched the cluster's `guard` key since the transaction 
   crash before EXEC leaves nothing. A read-only transaction ends with an EXEC too, so what it read
   is one version's state.
 - memory: one lock held for the whole transaction; writes applied at the end.
+
+`bulk` applies buffered writes outside any transaction, in pieces of at most `PIECE` fields, so a
+100,000-node snapshot never becomes one multi-second EXEC that stalls every other client (and
+outlives the client's socket timeout). The index uses it only on keys nobody reads yet (a new
+generation) or nobody reads any more (an old one).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from sortedcontainers import SortedList
 from app.errors import StoreUnavailableError
 
 Op = tuple  # (method name, *args), replayed on commit
+PIECE = 2_000  # fields or members per command in `bulk`
 
 
 class Conflict(Exception):
@@ -45,7 +51,7 @@ class Tx(Protocol):
     def delete(self, keys: list[str]) -> None: ...
 
 
-class _Writes:
+class Writes:
     """Buffers the writes of a transaction as (name, *args); empty ones are dropped."""
 
     def __init__(self) -> None:
@@ -97,6 +103,12 @@ class MemoryKv:
             for name, *args in t.ops:
                 getattr(self, "_" + name)(*args)
 
+    def bulk(self, ops: list[Op]) -> None:
+        """Apply writes piece by piece, letting other threads in between."""
+        for op in _pieces(ops):
+            with self._lock:
+                getattr(self, "_" + op[0])(*op[1:])
+
     # --- writes, applied at commit ---------------------------------------------------------------
     def _hset(self, key: str, mapping: dict[str, object]) -> None:
         self._hashes.setdefault(key, {}).update({f: str(v) for f, v in mapping.items()})
@@ -136,7 +148,7 @@ class MemoryKv:
             self._sets.pop(k, None)
 
 
-class _MemoryTx(_Writes):
+class _MemoryTx(Writes):
     def __init__(self, kv: MemoryKv) -> None:
         super().__init__()
         self.kv = kv
@@ -195,7 +207,21 @@ class RedisKv:
             raise StoreUnavailableError(f"the cluster cache (Redis) cannot be reached: {exc}") from exc
 
 
-class _RedisTx(_Writes):
+    def bulk(self, ops: list[Op]) -> None:
+        """Apply writes piece by piece, a pipeline (not a transaction) of up to 50 pieces at a time;
+        keys are freed with UNLINK, in the background of the server."""
+        try:
+            batch = self.r.pipeline(transaction=False)
+            for i, op in enumerate(_pieces(ops), 1):
+                _queue(batch, *op)
+                if i % 50 == 0:
+                    batch.execute()
+            batch.execute()
+        except redis.RedisError as exc:
+            raise StoreUnavailableError(f"the cluster cache (Redis) cannot be reached: {exc}") from exc
+
+
+class _RedisTx(Writes):
     def __init__(self, client: redis.Redis, pipe: redis.client.Pipeline) -> None:
         super().__init__()
         self.r = client  # batched reads go on another connection; the WATCH stays on `pipe`
@@ -239,9 +265,25 @@ def _queue(pipe: redis.client.Pipeline, name: str, key: object, arg: object = No
     elif name == "zadd":
         pipe.zadd(key, arg)  # type: ignore[arg-type]
     elif name == "delete":
-        pipe.delete(*key)  # type: ignore[misc]
+        pipe.unlink(*key)  # type: ignore[misc]
     else:  # hdel, zrem, sadd: key and a list of fields or members
         getattr(pipe, name)(key, *arg)  # type: ignore[misc]
+
+
+def _pieces(ops: list[Op]) -> Iterator[Op]:
+    """The same writes with no command over PIECE fields, members or keys."""
+    for name, key, *rest in ops:
+        if name == "hincrby":
+            yield (name, key, *rest)
+            continue
+        items = key if name == "delete" else rest[0]
+        seq = list(items.items()) if isinstance(items, dict) else list(items)
+        for i in range(0, len(seq), PIECE):
+            part = seq[i:i + PIECE]
+            if name == "delete":
+                yield (name, part)
+            else:
+                yield (name, key, dict(part) if isinstance(items, dict) else part)
 
 
 def index_kv(redis_url: str | None) -> MemoryKv | RedisKv:

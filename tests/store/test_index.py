@@ -19,7 +19,7 @@ from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels
 from app.sched.registry import decide
 from app.store.changes import apply_patch
 from app.store.index import ClusterCache, IndexSource, Keys, decode_job, decode_node
-from app.store.kv import MemoryKv, RedisKv
+from app.store.kv import PIECE, MemoryKv, RedisKv, _pieces
 from schemas.clusters import ClusterPatch
 from tests.api.test_plan_store import REDIS_URL
 from tests.invariants import check_decision
@@ -57,7 +57,7 @@ def state(cache: ClusterCache, key: str) -> tuple[dict[str, Node], dict[str, Run
 def index_problems(cache: ClusterCache, key: str) -> list[str]:
     """Every rule the index keeps, checked from its raw keys."""
     recs, jobs, (pos, members, types, qtot) = state(cache, key)
-    k = Keys(key)
+    k = Keys(key, cache.read(key, lambda tx, k: k.gen))
     out = []
     held: dict[str, list[int]] = {n: [0, 0, 0] for n in recs}
     for j in jobs.values():
@@ -195,6 +195,58 @@ def test_a_refused_patch_writes_nothing(cache: ClusterCache) -> None:
     with pytest.raises(VersionConflictError):
         patch(cache, key, version + 7, started("late", {"n000": (1, 0, 0)}))
     assert cache.summary(key)[0] == version
+
+
+def stored_keys(cache: ClusterCache, key: str) -> set[str]:
+    """Every key the store holds for cluster `key`, read from the store itself."""
+    prefix = f"hpcsched:cl:{key}:"
+    kv = cache.kv
+    if isinstance(kv, RedisKv):
+        return set(kv.r.scan_iter(match=prefix + "*", count=1000))
+    return {k for d in (kv._hashes, kv._zsets, kv._sets) for k in d if k.startswith(prefix)}
+
+
+def test_a_put_replaces_a_generation_and_frees_the_old_one(cache: ClusterCache) -> None:
+    key = "t:gen"
+    job = RunningJob("r1", "q", (("n000", (8, 1000, 0)),), 0.0, 500.0)
+    cache.put(key, nodes(3), [job])
+    first = stored_keys(cache, key)
+    assert first and any(":e:" in k for k in first)
+    cache.put(key, nodes(5), [])
+    second = stored_keys(cache, key)
+    assert first & second == {f"hpcsched:cl:{key}:meta"}  # nothing of the first generation is left
+    assert index_problems(cache, key) == []
+    assert cache.delete(key)
+    assert stored_keys(cache, key) == {f"hpcsched:cl:{key}:meta"}  # meta keeps the version count
+
+
+def test_readers_see_the_old_state_whole_while_a_put_is_written(cache: ClusterCache,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "t:switch"
+    version = cache.put(key, nodes(3), [])
+    seen = []
+    write = cache.kv.bulk
+
+    def write_and_look(ops: list) -> None:  # type: ignore[type-arg]
+        write(ops)
+        if not seen:  # the new generation is written, not yet switched to
+            seen.append(cache.whole(key))
+    monkeypatch.setattr(cache.kv, "bulk", write_and_look)
+    assert cache.put(key, nodes(7), []) == version + 1
+    old_version, old_nodes, _ = seen[0]
+    assert (old_version, sorted(n.id for n in old_nodes)) == (version, ["n000", "n001", "n002"])
+    assert len(cache.whole(key)[1]) == 7
+
+
+def test_bulk_writes_go_in_pieces_that_add_up_to_the_whole() -> None:
+    ops = [("hset", "h", {f"f{i}": i for i in range(5 * PIECE + 3)}), ("hincrby", "c", "x", 4),
+           ("zadd", "z", {f"m{i}": float(i) for i in range(PIECE)}),
+           ("delete", [f"k{i}" for i in range(PIECE + 1)])]
+    pieces = list(_pieces(ops))
+    assert all(len(p[-1]) <= PIECE for p in pieces if p[0] != "hincrby")
+    assert {f: v for p in pieces if p[:2] == ("hset", "h") for f, v in p[2].items()} == ops[0][2]
+    assert [p for p in pieces if p[0] == "hincrby"] == [ops[1]]
+    assert sum(len(p[1]) for p in pieces if p[0] == "delete") == PIECE + 1
 
 
 def test_churn_within_the_thresholds_moves_nothing(cache: ClusterCache) -> None:
