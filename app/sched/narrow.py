@@ -122,9 +122,11 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
         # every member of a sure bucket holds the demand: its room is taken as the bucket's floor and
         # its record read once, at the end, if it is chosen (unless the job has several labels)
         floor = bucket_floor(b) if not borderline and len(c.labels) <= 1 else None
-        start, size = 0, 2
+        start, step = 0, 2
         while not _enough(c, have, rules) and budget > 0 and len(out.found) < rules.max_nodes:
-            size = min(size, _missing(c, have, rules))
+            # members read without their records cost little: their pages grow even when few
+            # slots are missing (nodes earlier classes filled are passed over a page at a time)
+            size = step if floor is not None else min(step, _missing(c, have, rules))
             got = source.pages([(c.queue, label, b, start, size)])[0]
             if floor is None:
                 fresh = [n for n in got if n not in out.found]
@@ -133,7 +135,7 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
             _take(c, got, have, rules, out, floor)
             if len(got) < size:
                 break
-            start, size = start + size, min(2 * size, rules.page)
+            start, step = start + size, min(2 * size, rules.page)
     return max(0, c.slots - have[0])
 
 
