@@ -59,7 +59,9 @@ class BackfillPass:
         self.selector, self.rules, self.overloaded = selector, rules, overloaded
         self.now, self.grain = profile.now, profile.grain
         self.never: dict[tuple[object, ...], Reason | None] = {}
-        self.failed_now: set[tuple[object, ...]] = set()
+        # per (eligibility key, demand), how many nodes had it free at the last look: free only
+        # shrinks during a pass, so a job wanting more nodes than that cannot start now
+        self.fitting: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]], int] = {}
         # per eligibility key, minimal single-node demands that found no node: free only shrinks
         # during a pass, so any demand at least as large on every resource fails too
         self.failed_frontier: dict[tuple[str, frozenset[str]], list[tuple[int, int, int]]] = {}
@@ -119,7 +121,7 @@ class BackfillPass:
         nodes, fits_free = self._try_start(job, elig)
         if nodes is not None:
             kind = StartKind.BACKFILL if self.reserved_in.get(job.queue) else StartKind.START
-            ids = tuple(self.cluster.ids[x] for x in nodes)
+            ids = tuple(self.cluster.ids[x] for x in nodes.tolist())
             self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
             return
         if not (self._may_reserve(job) and self._reserve(job, elig, promise)):
@@ -156,12 +158,15 @@ class BackfillPass:
     def _try_start(self, job: Job, elig: Eligible) -> tuple[np.ndarray | None, bool]:
         """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
         d, n = job.demand, job.nodes
-        shape = (elig.key, d, n)
-        if shape in self.failed_now or self._dominated(elig.key, d):
+        if self._dominated(elig.key, d):
+            return None, False
+        if n > self.fitting.get((elig.key, d), n):
+            self._remember_failure(elig.key, d, n)
             return None, False
         pos = np.flatnonzero(self.profile.fits_now(elig, d))
+        self.fitting[elig.key, d] = len(pos)
         if len(pos) < n:
-            self._remember_failure(shape)
+            self._remember_failure(elig.key, d, n)
             return None, False
         cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
@@ -173,8 +178,7 @@ class BackfillPass:
             ranked = self._first_clear(ranked, d, release, n)
             if len(ranked) < n:
                 return None, True
-        for x in ranked.tolist():
-            self.profile.start(x, d, release)
+        self.profile.start(ranked, d, release)
         return ranked, True
 
     def _dominated(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int]) -> bool:
@@ -182,9 +186,7 @@ class BackfillPass:
         return any(c >= fc and m >= fm and g >= fg
                    for fc, fm, fg in self.failed_frontier.get(key, ()))
 
-    def _remember_failure(self, shape: tuple) -> None:  # type: ignore[type-arg]
-        self.failed_now.add(shape)
-        key, d, n = shape
+    def _remember_failure(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int) -> None:
         if n == 1:
             c, m, g = d
             kept = [f for f in self.failed_frontier.get(key, [])

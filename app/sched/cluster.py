@@ -1,16 +1,19 @@
 """The snapshot as numpy arrays, nodes sorted by (queue, id) so a queue is one contiguous slice.
 
-Built once per decision. Eligibility (queue + required labels) is cached per key, so a pass looks
-at a job's queue slice (a view, no copy) and never at the whole cluster.
+Built once per decision from the records, unless the snapshot carries them already as `NodeColumns`
+(a caller deciding many times over one machine keeps those current in place). Eligibility
+(queue + required labels) is cached per key, so a pass looks at a job's queue slice (a view, no
+copy) and never at the whole cluster.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from app.sched.model import Job, NodeState, Snapshot, WholeCluster
+from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, WholeCluster
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
 
@@ -34,37 +37,102 @@ class Eligible:
         return self.sl.stop - self.sl.start if self.idx is None else len(self.idx)
 
 
+Held = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, end times, (3, R) amounts
+
+
+@dataclass(slots=True)
+class NodeColumns:
+    """The nodes as arrays in (queue, id) order, and what the running jobs hold on them.
+
+    A caller that decides many times over one machine (the replay) builds this once, then changes
+    only `alloc` and `held` between calls, so no decision rebuilds it from records. `cap`, `alloc`:
+    int64 (3, N); row order cpu, mem, gpu. `held`: one entry per running job and node it holds, its
+    expected end, and the amounts it holds there; the entries' order does not matter.
+    """
+
+    ids: list[str]
+    pos: dict[str, int]
+    queue_of: list[str]
+    labels: list[frozenset[str]]
+    queues: dict[str, slice]
+    cap: np.ndarray
+    alloc: np.ndarray
+    usable: np.ndarray
+    cpu_load: np.ndarray
+    cpu_ghz: np.ndarray
+    held: Held
+
+    @classmethod
+    def of(cls, nodes: Sequence[Node], running: Sequence[RunningJob]) -> NodeColumns:
+        nodes = sorted(nodes, key=lambda n: (n.queue, n.id))
+        ids = [n.id for n in nodes]
+        pos = {nid: i for i, nid in enumerate(ids)}
+        queue_of = [n.queue for n in nodes]
+        return cls(
+            ids=ids,
+            pos=pos,
+            queue_of=queue_of,
+            labels=[n.labels for n in nodes],
+            queues=_queue_slices(queue_of),
+            cap=np.array([n.cap for n in nodes], dtype=np.int64).reshape(-1, 3).T.copy(),
+            alloc=np.array([n.alloc for n in nodes], dtype=np.int64).reshape(-1, 3).T.copy(),
+            usable=np.array([n.state == NodeState.UP for n in nodes], dtype=bool),
+            cpu_load=np.array([n.cpu_load for n in nodes], dtype=np.float64),
+            cpu_ghz=np.array([n.cpu_ghz for n in nodes], dtype=np.float64),
+            held=_held(running, pos),
+        )
+
+
+def _queue_slices(queue_of: list[str]) -> dict[str, slice]:
+    out: dict[str, slice] = {}
+    start = 0
+    for i in range(1, len(queue_of) + 1):
+        if i == len(queue_of) or queue_of[i] != queue_of[start]:
+            out[queue_of[start]] = slice(start, i)
+            start = i
+    return out
+
+
+def _held(running: Sequence[RunningJob], pos: dict[str, int]) -> Held:
+    """Every running job's holding on each node of the snapshot (nodes it lists but the snapshot
+    lacks are left out), with the job's expected end."""
+    xs: list[int] = []
+    ends: list[float] = []
+    amounts: list[tuple[int, int, int]] = []
+    for rj in running:
+        end = rj.start_time + rj.walltime_s
+        for node_id, d in rj.alloc:
+            x = pos.get(node_id)
+            if x is not None:
+                xs.append(x)
+                ends.append(end)
+                amounts.append(d)
+    return (
+        np.asarray(xs, dtype=np.int64),
+        np.asarray(ends, dtype=np.float64),
+        np.asarray(amounts, dtype=np.int64).reshape(-1, 3).T,
+    )
+
+
 class ClusterIndex:
-    """Node arrays of one snapshot. `cap`, `alloc`: int64 (3, N); row order cpu, mem, gpu."""
+    """Node arrays of one snapshot (see `NodeColumns`), and the caches of one decision."""
 
     def __init__(self, snapshot: Snapshot) -> None:
-        nodes = sorted(snapshot.nodes, key=lambda n: (n.queue, n.id))
-        self.ids = [n.id for n in nodes]
-        self.pos = {nid: i for i, nid in enumerate(self.ids)}
-        self.queue_of = [n.queue for n in nodes]
-        self.labels = [n.labels for n in nodes]
-        self.cap = np.array([n.cap for n in nodes], dtype=np.int64).reshape(-1, 3).T.copy()
-        self.alloc = np.array([n.alloc for n in nodes], dtype=np.int64).reshape(-1, 3).T.copy()
-        self.usable = np.array([n.state == NodeState.UP for n in nodes], dtype=bool)
-        self.cpu_load = np.array([n.cpu_load for n in nodes], dtype=np.float64)
-        self.cpu_ghz = np.array([n.cpu_ghz for n in nodes], dtype=np.float64)
-        self.queues = self._queue_slices()
+        cols = snapshot.columns
+        if cols is None:
+            cols = NodeColumns.of(snapshot.nodes, snapshot.running)
+        self.ids, self.pos, self.queue_of, self.labels = cols.ids, cols.pos, cols.queue_of, cols.labels
+        self.queues = cols.queues
+        self.cap, self.alloc, self.usable = cols.cap, cols.alloc, cols.usable
+        self.cpu_load, self.cpu_ghz = cols.cpu_load, cols.cpu_ghz
+        self.held = cols.held
         self.whole: WholeCluster | None = snapshot.whole
-        self.nodes_total = len(nodes) if snapshot.whole is None else snapshot.whole.nodes
+        self.nodes_total = len(self.ids) if snapshot.whole is None else snapshot.whole.nodes
         self._eligible: dict[tuple[str, frozenset[str]], Eligible] = {}
         self._cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
-
-    def _queue_slices(self) -> dict[str, slice]:
-        out: dict[str, slice] = {}
-        start = 0
-        for i in range(1, len(self.queue_of) + 1):
-            if i == len(self.queue_of) or self.queue_of[i] != self.queue_of[start]:
-                out[self.queue_of[start]] = slice(start, i)
-                start = i
-        return out
 
     def eligible(self, queue: str, labels: frozenset[str]) -> Eligible:
         key = (queue, labels)
@@ -112,6 +180,9 @@ class ClusterIndex:
         caps = elig.take(self.cap.T)
         if len(caps) == 0:
             return []
+        if (caps == caps[0]).all():  # one node type, the common case: spare np.unique's sort
+            c, m, g = caps[0].tolist()
+            return [(c, m, g, len(caps), int(np.count_nonzero(elig.take(self.usable))))]
         uniq, inverse = np.unique(caps, axis=0, return_inverse=True)
         inverse = inverse.reshape(-1)
         any_count = np.bincount(inverse, minlength=len(uniq))

@@ -40,12 +40,9 @@ class QueueFacts:
     def __init__(self, cluster: ClusterIndex) -> None:
         self.cluster = cluster
         self.free = cluster.free_now()
-        self.cap: dict[str, np.ndarray] = {}
-        self.load: dict[str, float] = {}
-        for q, (cap, used) in _queue_totals(cluster).items():
-            self.cap[q] = cap
-            shares = [used[r] / cap[r] for r in range(3) if cap[r] > 0]
-            self.load[q] = float(max(shares)) if shares else 1.0
+        totals = _queue_totals(cluster)
+        self.cap: dict[str, np.ndarray] = {q: cap for q, (cap, _) in totals.items()}
+        self.load = {q: _load(cap, used) for q, (cap, used) in totals.items()}
 
     def share(self, job: Job, queue: str) -> float:
         cap = self.cap[queue]
@@ -63,6 +60,13 @@ class QueueFacts:
         return int(ok.sum()) >= job.nodes
 
 
+def _load(cap: np.ndarray, used: np.ndarray) -> float:
+    """The dominant share; computed on Python floats, as numpy would, without its per-scalar cost."""
+    c, u = cap.tolist(), used.tolist()
+    shares = [float(u[r]) / float(c[r]) for r in range(3) if c[r] > 0]
+    return max(shares) if shares else 1.0
+
+
 def _queue_totals(cluster: ClusterIndex) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Each queue's (capacity, allocation) over its usable nodes, of the whole cluster."""
     whole = cluster.whole
@@ -71,13 +75,16 @@ def _queue_totals(cluster: ClusterIndex) -> dict[str, tuple[np.ndarray, np.ndarr
                 for q, cap in whole.queue_cap.items()}
     out = {}
     for q, sl in cluster.queues.items():
-        up = cluster.usable[sl]
-        out[q] = (cluster.cap[:, sl][:, up].sum(axis=1), cluster.alloc[:, sl][:, up].sum(axis=1))
+        cap, alloc, up = cluster.cap[:, sl], cluster.alloc[:, sl], cluster.usable[sl]
+        if not up.all():  # most queues have every node up: spare the copies a mask makes
+            cap, alloc = cap[:, up], alloc[:, up]
+        out[q] = (cap.sum(axis=1), alloc.sum(axis=1))
     return out
 
 
 def queue_loads(cluster: ClusterIndex) -> dict[str, float]:
-    return QueueFacts(cluster).load
+    """Each queue's load (what QueueFacts reads, without the free-now arrays it also builds)."""
+    return {q: _load(cap, used) for q, (cap, used) in _queue_totals(cluster).items()}
 
 
 def balance(

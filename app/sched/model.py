@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the columns are arrays built in cluster.py, which reads these records
+    from app.sched.cluster import NodeColumns
 
 RESOURCES = ("cpu", "mem_mib", "gpu")
 Triple = tuple[int, int, int]
@@ -120,6 +124,9 @@ class Snapshot:
     nodes: tuple[Node, ...]
     running: tuple[RunningJob, ...] = ()
     whole: WholeCluster | None = None  # None: `nodes` is the whole cluster
+    # the nodes and running holdings as arrays, kept current by a caller that decides many times
+    # over one machine (the replay); when set, it is read instead of `nodes` and `running`'s holdings
+    columns: NodeColumns | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,11 +151,14 @@ class Profile:
         return ok
 
     # --- changes --------------------------------------------------------------------------------
-    def start(self, x: int, d: Triple, release: float) -> None:
-        """Occupy d on node x from now until `release`."""
+    def start(self, nodes: np.ndarray, d: Triple, release: float) -> None:
+        """Occupy d on each of `nodes` (distinct) from now until `release`."""
         for r in range(3):
-            self.free[r][x] -= d[r]
-        self.unflushed.setdefault(x, []).append((self.now, release, d))
+            if d[r]:
+                self.free[r][nodes] -= d[r]
+        change = (self.now, release, d)
+        for x in nodes.tolist():
+            self.unflushed.setdefault(x, []).append(change)
 
     def book(self, x: int, start: float, end: float, d: Triple) -> None:
         """Reserve d on node x over [start, end)."""
@@ -249,9 +252,9 @@ class Profile:
 
     def _fold_row(self, x: int, changes: list[tuple[float, float, Triple]]) -> None:
         """Take each change's d from node x over its [t0, t1), adding the instants it needs."""
-        row = self.times[x]
-        m = int(np.searchsorted(row, INF))
-        times = row[:m].tolist()
+        times = self.times[x, : self.width].tolist()
+        m = bisect_left(times, INF)
+        del times[m:]
         cum = self.cum[:, x, :m].T.tolist()
         for t0, t1, d in changes:
             lo = _instant(times, cum, t0) if t0 > self.now else 0
@@ -263,11 +266,10 @@ class Profile:
         k = len(times)
         while k > self.times.shape[1]:
             self._grow()
+        # instants were only added, and no change reaches past the last one (its amounts stay):
+        # the INF padding after column k, and those amounts repeated there, are already right
         self.times[x, :k] = times
-        self.times[x, k:] = INF
-        block = np.array(cum, dtype=np.int64).T
-        self.cum[:, x, :k] = block
-        self.cum[:, x, k:] = block[:, -1:]
+        self.cum[:, x, :k] = np.array(cum, dtype=np.int64).T
         self.width = max(self.width, min(k + 1, self.times.shape[1]))
 
     def _grow(self) -> None:
@@ -304,10 +306,7 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.nda
     starts = np.flatnonzero(new)
     ux, ut = xs[starts], ts[starts]
     summed = np.add.reduceat(amounts, starts, axis=1)
-    first_of_row = np.ones(len(ux), dtype=bool)
-    first_of_row[1:] = ux[1:] != ux[:-1]
-    row_start = np.maximum.accumulate(np.where(first_of_row, np.arange(len(ux)), 0))
-    col = np.arange(len(ux)) - row_start + 1
+    col = np.arange(len(ux)) - np.searchsorted(ux, ux) + 1  # ux is sorted: rank within its row
     k = int(col.max()) + 2
     times = np.full((n, k), INF)
     times[:, 0] = now

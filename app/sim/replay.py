@@ -1,8 +1,9 @@
 """Event-driven replay of a workload through the scheduling core's `decide` (the function behind
 POST /schedule; there is no second scheduler here).
 
-At every instant where jobs arrive or end, the replay builds the snapshot (nodes with their
-allocations, running jobs with their estimates), asks `decide`, starts what it says to start, and
+At every instant where jobs arrive or end, the replay hands `decide` the snapshot (the nodes'
+allocations and the running jobs' holdings as arrays it keeps current in place, rather than records
+rebuilt at every instant; the running jobs with their estimates), starts what it says to start, and
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
 policy can start anything then, so the answer is known. A job ends at start + its real run time, or
 is killed at start + its estimate if it runs longer, as a resource manager would. All jobs share one
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from app.sched.cluster import NodeColumns
 from app.sched.model import Job, Node, RunningJob, Snapshot, StartKind
 from app.sched.params import CommonParams
 from app.sched.registry import decide
@@ -45,31 +47,71 @@ class ReplayResult:
 
 
 class Cluster:
-    """The machine as the core's `Node` records, replaced (they are frozen) when allocations change,
-    with free cores and memory as arrays for the quick "can anything start?" test."""
+    """The machine as the core's `NodeColumns`, built once and changed in place as jobs start and
+    end, so no decision rebuilds node records or arrays. The running jobs' holdings are rows of
+    arrays (node, expected end, amounts); an ended job's rows are reused by the next jobs."""
 
     def __init__(self, w: Workload) -> None:
         m = w.machine
         cap = (m.cores_per_node, m.mem_mib_per_node, 0)
-        self.nodes = [Node(f"n{i}", QUEUE, cap, (0, 0, 0)) for i in range(m.nodes)]
-        self.index = {n.id: i for i, n in enumerate(self.nodes)}
-        self.free_cpu = np.full(m.nodes, m.cores_per_node)
-        self.free_mem = np.full(m.nodes, m.mem_mib_per_node if m.mem_mib_per_node else 2**62)
+        self.cols = NodeColumns.of([Node(f"n{i}", QUEUE, cap, (0, 0, 0)) for i in range(m.nodes)], ())
+        self.limit = (m.cores_per_node, m.mem_mib_per_node or 2**62)  # 0 memory: not modelled
+        self.node = np.zeros(m.nodes, dtype=np.int64)
+        self.end = np.zeros(m.nodes)
+        self.amount = np.zeros((3, m.nodes), dtype=np.int64)
+        self.live = np.zeros(m.nodes, dtype=bool)
+        self.spare = list(range(m.nodes))
+        self.rows: dict[str, np.ndarray] = {}  # job id -> its rows
 
-    def nodes_holding(self, cpu: int, mem: int) -> int:
-        return int(np.count_nonzero((self.free_cpu >= cpu) & (self.free_mem >= mem)))
+    def free(self) -> np.ndarray:
+        """Free cores and memory now, (2, N)."""
+        return self.cols.cap[:2] - self.cols.alloc[:2]
 
-    def change(self, node_ids: tuple[str, ...], job: SimJob, sign: int) -> None:
-        for nid in node_ids:
-            i = self.index[nid]
-            n = self.nodes[i]
-            cpu, mem, gpu = n.alloc
-            alloc = (cpu + sign * job.cpu, mem + sign * job.mem_mib, gpu)
-            if min(alloc) < 0 or alloc[0] > n.cap[0] or (n.cap[1] and alloc[1] > n.cap[1]):
-                raise AssertionError(f"node {nid} over-committed by job {job.id}")
-            self.nodes[i] = Node(n.id, n.queue, n.cap, alloc)
-            self.free_cpu[i] -= sign * job.cpu
-            self.free_mem[i] -= sign * job.mem_mib
+    def start(self, j: SimJob, node_ids: tuple[str, ...], end: float) -> None:
+        """Job j holds its share of each of `node_ids` until its expected `end`."""
+        k = len(node_ids)
+        xs = np.fromiter(map(self.cols.pos.__getitem__, node_ids), dtype=np.int64, count=k)
+        self._change(xs, j, +1)
+        while len(self.spare) < k:
+            self._grow()
+        rows = np.array(self.spare[-k:])
+        del self.spare[-k:]
+        self.rows[j.id] = rows
+        self.node[rows] = xs
+        self.end[rows] = end
+        self.amount[0, rows] = j.cpu  # the gpu row stays 0: the replay models no gpus
+        self.amount[1, rows] = j.mem_mib
+        self.live[rows] = True
+
+    def finish(self, j: SimJob) -> None:
+        rows = self.rows.pop(j.id)
+        self._change(self.node[rows], j, -1)
+        self.live[rows] = False
+        self.spare.extend(rows.tolist())
+
+    def snapshot(self, now: float, running: tuple[RunningJob, ...]) -> Snapshot:
+        """The snapshot at `now`: the columns, with the holdings of the jobs running now."""
+        live = self.live
+        self.cols.held = (self.node[live], self.end[live], self.amount[:, live])
+        return Snapshot(now, (), running, columns=self.cols)
+
+    def _change(self, xs: np.ndarray, j: SimJob, sign: int) -> None:
+        """Add (sign +1) or take back (-1) job j's share on nodes xs; every node is alike."""
+        for r, amount in ((0, j.cpu), (1, j.mem_mib)):
+            if amount:
+                after = self.cols.alloc[r, xs] + sign * amount
+                if after.min() < 0 or after.max() > self.limit[r]:
+                    raise AssertionError(f"nodes {xs.tolist()} over-committed by job {j.id}")
+                self.cols.alloc[r, xs] = after
+
+    def _grow(self) -> None:
+        """Twice the rows: a node may hold several jobs when it has several cores."""
+        k = len(self.live)
+        self.node = np.concatenate([self.node, np.zeros(k, dtype=np.int64)])
+        self.end = np.concatenate([self.end, np.zeros(k)])
+        self.amount = np.concatenate([self.amount, np.zeros((3, k), dtype=np.int64)], axis=1)
+        self.live = np.concatenate([self.live, np.zeros(k, dtype=bool)])
+        self.spare.extend(range(k, 2 * k))
 
 
 class Shapes:
@@ -86,7 +128,8 @@ class Shapes:
 
     def any_fits(self, cluster: Cluster) -> bool:
         """Whether some pending job finds enough nodes free now; if none does, no policy starts one."""
-        return any(cluster.nodes_holding(cpu, mem) >= min(ns)
+        free = cluster.free()
+        return any(int(np.count_nonzero((free[0] >= cpu) & (free[1] >= mem))) >= min(ns)
                    for (cpu, mem), ns in self.counts.items() if ns)
 
 
@@ -103,7 +146,6 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     by_id = {j.id: j for j in arrivals}
     ends: list[tuple[float, str]] = []
     running: dict[str, RunningJob] = {}
-    held: dict[str, tuple[str, ...]] = {}
     pending: dict[str, Job] = {}
     shapes = Shapes()
     promised: dict[str, float] = {}
@@ -114,7 +156,7 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
                   ends[0][0] if ends else float("inf"))
         while ends and ends[0][0] <= now:
             _, jid = heapq.heappop(ends)
-            cluster.change(held.pop(jid), by_id[jid], -1)
+            cluster.finish(by_id[jid])
             del running[jid]
         while next_arrival < len(arrivals) and arrivals[next_arrival].submit <= now:
             j = arrivals[next_arrival]
@@ -123,8 +165,8 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
             next_arrival += 1
         if not pending or not shapes.any_fits(cluster):
             continue
-        decision = decide(Snapshot(now, tuple(cluster.nodes), tuple(running.values())),
-                          tuple(pending.values()), policy, params)
+        decision = decide(cluster.snapshot(now, tuple(running.values())), tuple(pending.values()),
+                          policy, params)
         decisions += 1
         for r in decision.reservations:
             promised.setdefault(r.job_id, r.start_time)
@@ -134,8 +176,7 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
             j = by_id[s.job_id]
             del pending[j.id]
             shapes.add(j, -1)
-            cluster.change(s.node_ids, j, +1)
-            held[j.id] = s.node_ids
+            cluster.start(j, s.node_ids, now + j.estimate)
             running[j.id] = RunningJob(j.id, QUEUE, tuple((n, (j.cpu, j.mem_mib, 0)) for n in s.node_ids),
                                        now, j.estimate)
             end = now + min(j.run, j.estimate)

@@ -94,7 +94,7 @@ def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  #
     applied = []
     for is_start, x, d, a, length in changes:
         if is_start:
-            p.start(x % n, d, NOW + 60 * length)
+            p.start(np.array([x % n]), d, NOW + 60 * length)
             applied.append((x % n, NOW, NOW + 60 * length, d))
         else:
             p.book(x % n, NOW + 60 * a, NOW + 60 * (a + length), d)

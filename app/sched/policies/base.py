@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
 from app.errors import InputError
 from app.sched.backfill import BackfillPass, PassResult, PassRules
 from app.sched.cluster import ClusterIndex
@@ -18,7 +16,7 @@ from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind,
 from app.sched.order import Scored, fcfs_score, priority_infos, rank
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
-from app.sched.timeline import Profile, Releases, Triple, release_times
+from app.sched.timeline import Profile, Releases, release_times
 
 
 class BasePolicy:
@@ -46,7 +44,7 @@ class BasePolicy:
         now, grain = snapshot.now, self.params.time_grain_s
         cluster = ClusterIndex(snapshot)
         balanced = self._balance(cluster, snapshot, pending)
-        profile = Profile(cluster.free_now(), _releases(cluster, snapshot, grain), now, grain)
+        profile = Profile(cluster.free_now(), _releases(cluster, now, grain), now, grain)
         view = NodeView(cluster, profile, self.params.evaluation)
         ranked = rank([self.score(j, now, cluster, view) for j in balanced.jobs])
         depth = self.params.queue_depth
@@ -69,25 +67,10 @@ class BasePolicy:
                        self.params.time_grain_s, mig)
 
 
-def _releases(cluster: ClusterIndex, snapshot: Snapshot, grain: int) -> Releases:
+def _releases(cluster: ClusterIndex, now: float, grain: int) -> Releases:
     """Every running job's per-node holding, released at its (grain-aligned) expected end."""
-    xs: list[int] = []
-    ends: list[float] = []
-    amounts: list[Triple] = []
-    pos = cluster.pos
-    for rj in snapshot.running:
-        end = rj.start_time + rj.walltime_s
-        for node_id, d in rj.alloc:
-            x = pos.get(node_id)
-            if x is not None:
-                xs.append(x)
-                ends.append(end)
-                amounts.append(d)
-    return (
-        np.asarray(xs, dtype=np.int64),
-        release_times(np.asarray(ends, dtype=np.float64), snapshot.now, grain),
-        np.asarray(amounts, dtype=np.int64).reshape(-1, 3).T,
-    )
+    xs, ends, amounts = cluster.held
+    return xs, release_times(ends, now, grain), amounts
 
 
 def _decision(
