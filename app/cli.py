@@ -2,6 +2,9 @@
 
     hpcsched simulate TRACE --policy easy [--param k=v]... [--nodes N --cores-per-node C] [--jobs N]
     hpcsched compare TRACE --policies fcfs,easy,conservative [--plots DIR]
+    hpcsched compare TRACE --split-queues --policies 'easy,easy:migration={"mode":"static"}'
+
+A policy in --policies may carry its own parameters: `name:k=v;k=v` (v as JSON), on top of --param.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.swf import SwfError, read_swf
-from app.sim.workload import Machine, Workload, default_machine, workload
+from app.sim.workload import Machine, Workload, default_machine, partitioned, workload
 from schemas.policies import PolicySpec
 
 cli = typer.Typer(add_completion=False, help=__doc__)
@@ -40,6 +43,10 @@ JsonOut = Annotated[Path, typer.Option("--json", help="write the metrics here")]
 Policy = Annotated[str, typer.Option(help="policy name")]
 PolicyList = Annotated[str, typer.Option(help="comma-separated policy names")]
 PlotDir = Annotated[Path, typer.Option(help="folder for the PNG plots")]
+Split = Annotated[bool, typer.Option(help="split the nodes among the trace's queues (median job width "
+                                          "each, the rest by share of the work)")]
+QueueNodes = Annotated[str | None, typer.Option(help="nodes per trace queue, e.g. normal=64,low=40,high=24 "
+                                                     "(implies --split-queues)")]
 
 
 def policy_params(name: str, pairs: list[str] | None) -> tuple[str, CommonParams]:
@@ -61,13 +68,50 @@ def policy_params(name: str, pairs: list[str] | None) -> tuple[str, CommonParams
     return params_from_wire(spec)
 
 
-def load(trace: Path, nodes: int | None, cores: int, memory: int, jobs: int | None) -> Workload:
+def policy_spec(text: str) -> tuple[str, list[str]]:
+    """"priority:order=f1;age_weight=2" -> ("priority", ["order=f1", "age_weight=2"])."""
+    name, _, rest = text.partition(":")
+    return name, [p for p in rest.split(";") if p]
+
+
+def load(trace: Path, nodes: int | None, cores: int, memory: int, jobs: int | None,
+         split: bool = False, queue_nodes: str | None = None) -> Workload:
     try:
         t = read_swf(trace, limit=jobs)
     except SwfError as exc:
         raise typer.BadParameter(f"{trace.name}: {exc}", param_hint="TRACE") from exc
     machine = Machine(nodes, cores, memory) if nodes else default_machine(t, cores, memory)
-    return workload(t, machine)
+    w = workload(t, machine)
+    if not (split or queue_nodes):
+        return w
+    try:
+        return partitioned(w, _queue_nodes(queue_nodes) if queue_nodes else None)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--split-queues/--queue-nodes") from exc
+
+
+def policy_labels(policies: str) -> list[str]:
+    """Split on the commas outside JSON braces: 'easy,easy:migration={"mode":"dynamic","weight":2}'."""
+    out, depth, cur = [], 0, ""
+    for ch in policies:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p for p in [*out, cur] if p]
+
+
+def _queue_nodes(text: str) -> dict[str, int]:
+    """"normal=64,low=40" -> {"normal": 64, "low": 40}."""
+    out = {}
+    for pair in text.split(","):
+        name, sep, count = pair.partition("=")
+        if not sep or not count.strip().isdigit():
+            raise typer.BadParameter(f"{pair!r}: expected queue=nodes", param_hint="--queue-nodes")
+        out[name.strip()] = int(count)
+    return out
 
 
 def run(w: Workload, name: str, params: CommonParams) -> tuple[ReplayResult, float]:
@@ -80,7 +124,8 @@ def run(w: Workload, name: str, params: CommonParams) -> tuple[ReplayResult, flo
 
 
 METRIC_COLUMNS = ("jobs", "wait_mean", "wait_p50", "wait_p99", "bsld_mean", "bsld_p99",
-                  "turnaround_mean", "utilisation", "makespan", "backfills", "reserved", "decisions")
+                  "turnaround_mean", "utilisation", "makespan", "backfills", "reserved", "migrated",
+                  "decisions")
 
 
 def table(title: str, rows: dict[str, dict[str, float]], first: str) -> Table:
@@ -98,12 +143,13 @@ def _fmt(col: str, v: float | None) -> str:
         return "-"
     if col == "utilisation":
         return f"{v:.3f}"
-    return f"{v:,.0f}" if col in ("jobs", "backfills", "reserved", "decisions") or v >= 100 else f"{v:.2f}"
+    counts = ("jobs", "backfills", "reserved", "migrated", "decisions")
+    return f"{v:,.0f}" if col in counts or v >= 100 else f"{v:.2f}"
 
 
 def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[str, Any]:
     machine = {"nodes": w.machine.nodes, "cores_per_node": w.machine.cores_per_node,
-               "mem_mib_per_node": w.machine.mem_mib_per_node}
+               "mem_mib_per_node": w.machine.mem_mib_per_node, "queue_nodes": dict(w.machine.queues)}
     out: dict[str, Any] = {"machine": machine, "notes": w.notes, "policies": {}}
     for name, (r, seconds) in results.items():
         m = run_metrics(r, w.machine)
@@ -115,10 +161,11 @@ def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[
 @cli.command()
 def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes: Nodes = None,
              cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
+             split_queues: Split = False, queue_nodes: QueueNodes = None,
              json_out: JsonOut = Path("simulate.json")) -> None:
     """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
     name, params = policy_params(policy, param)
-    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs)
+    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes)
     result, seconds = run(w, name, params)
     out = report(w, {name: (result, seconds)})
     m = out["policies"][name]
@@ -135,10 +182,12 @@ def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes:
 @cli.command()
 def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param: Params = None,
             nodes: Nodes = None, cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
+            split_queues: Split = False, queue_nodes: QueueNodes = None,
             plots: PlotDir = Path("plots"), json_out: JsonOut = Path("compare.json")) -> None:
     """Replay TRACE under several policies (the same --param for all); one table, JSON, and plots."""
-    chosen = [(p, *policy_params(p, param)) for p in policies.split(",") if p]
-    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs)
+    chosen = [(p, *policy_params(name, pairs + (param or [])))
+              for p in policy_labels(policies) for name, pairs in [policy_spec(p)]]
+    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes)
     results = {label: run(w, name, params) for label, name, params in chosen}
     out = report(w, results)
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "

@@ -8,7 +8,7 @@ from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult
 from app.sim.swf import SwfError, SwfJob, SwfTrace, read_swf
-from app.sim.workload import Machine, Workload, default_machine, workload
+from app.sim.workload import Machine, Workload, default_machine, partitioned, workload
 from schemas.simulate import MachineIn, SimJobIn, SimulateRequest, SimulateResponse
 
 
@@ -51,7 +51,21 @@ def workload_from_wire(req: SimulateRequest, max_jobs: int) -> tuple[Workload, s
     machine = (Machine(m.nodes, m.cores_per_node, m.mem_mib_per_node) if m.nodes
                else default_machine(trace, m.cores_per_node, m.mem_mib_per_node))
     name, params = params_from_wire(req.policy)
-    return workload(trace, machine), name, params
+    return _split(workload(trace, machine), m), name, params
+
+
+def _split(w: Workload, m: MachineIn) -> Workload:
+    if not (m.split_queues or m.queue_nodes):
+        return w
+    if m.queue_nodes and m.nodes and sum(m.queue_nodes.values()) != m.nodes:
+        raise InputError.single(("body", "machine", "queue_nodes"),
+                                f"the queues' nodes add up to {sum(m.queue_nodes.values())}, not to "
+                                f"machine.nodes {m.nodes}", "bad_split")
+    try:
+        return partitioned(w, m.queue_nodes)
+    except ValueError as exc:
+        field = "queue_nodes" if m.queue_nodes else "split_queues"
+        raise InputError.single(("body", "machine", field), str(exc), "bad_split") from exc
 
 
 def result_to_wire(w: Workload, result: ReplayResult, timing: dict[str, float]) -> SimulateResponse:
@@ -59,6 +73,7 @@ def result_to_wire(w: Workload, result: ReplayResult, timing: dict[str, float]) 
     return SimulateResponse(
         jobs=len(w.jobs),
         machine=MachineIn(nodes=m.nodes, cores_per_node=m.cores_per_node,
-                          mem_mib_per_node=m.mem_mib_per_node),
+                          mem_mib_per_node=m.mem_mib_per_node, split_queues=bool(m.queues),
+                          queue_nodes=dict(m.queues) or None),
         metrics=run_metrics(result, m), per_queue=per_queue(result), notes=result.notes, timing_ms=timing,
     )

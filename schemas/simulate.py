@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, Field
 
 from schemas.common import TIME_BOUND, Strict
@@ -12,6 +14,13 @@ class MachineIn(Strict):
     nodes: int | None = Field(None, ge=1, description="default: the trace's MaxProcs / cores_per_node")
     cores_per_node: int = Field(1, ge=1, description="1 = the classic processor-count model")
     mem_mib_per_node: int = Field(0, ge=0, description="0 = memory not modelled")
+    split_queues: bool = Field(
+        False, description="split the nodes among the trace's queues (for the multi-queue balancing of "
+        "`policy.params.migration`): each queue gets its median job width, the rest by its share of the "
+        "work; jobs wider than their queue's partition are left out and counted in `notes`")
+    queue_nodes: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
+        None, description="nodes per trace queue (implies split_queues; every queue of the trace must "
+        "be named); `nodes`, if given, must be their sum")
 
 
 class SimJobIn(Strict):

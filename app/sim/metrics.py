@@ -48,6 +48,7 @@ def run_metrics(result: ReplayResult, machine: Machine) -> dict[str, float]:
     out["makespan"] = last - first
     out["backfills"] = float(sum(r.backfilled for r in recs))
     out["reserved"] = float(sum(r.reserved_start is not None for r in recs))
+    out["migrated"] = float(sum(r.migrated for r in recs))
     out["unstarted"] = float(len(result.unstarted))
     out["decisions"] = float(result.decisions)
     return out

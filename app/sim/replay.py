@@ -7,7 +7,9 @@ rebuilt at every instant; the running jobs with their estimates), starts what it
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
 policy can start anything then, so the answer is known. A job ends at start + its real run time, or
 is killed at start + its estimate if it runs longer, as a resource manager would. All jobs share one
-partition, "default".
+partition, "default", unless the machine is split among the trace's queues (`Machine.queues`): then a
+job waits in its trace queue and, when the policy migrates it, the replay moves it to the new queue for
+good, as a resource manager would (it is sent as migrated from then on).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class JobRecord:
     nodes: tuple[str, ...]
     backfilled: bool
     reserved_start: float | None  # the start its first reservation promised, if it ever had one
+    queue: str = QUEUE  # the queue it ran in
+    migrated: bool = False  # it ran in another queue than the one it was submitted to
 
 
 @dataclass(slots=True)
@@ -54,7 +58,8 @@ class Cluster:
     def __init__(self, w: Workload) -> None:
         m = w.machine
         cap = (m.cores_per_node, m.mem_mib_per_node, 0)
-        self.cols = NodeColumns.of([Node(f"n{i}", QUEUE, cap, (0, 0, 0)) for i in range(m.nodes)], ())
+        queue_of = [q for q, n in m.queues for _ in range(n)] or [QUEUE] * m.nodes
+        self.cols = NodeColumns.of([Node(f"n{i}", q, cap, (0, 0, 0)) for i, q in enumerate(queue_of)], ())
         self.limit = (m.cores_per_node, m.mem_mib_per_node or 2**62)  # 0 memory: not modelled
         self.node = np.zeros(m.nodes, dtype=np.int64)
         self.end = np.zeros(m.nodes)
@@ -133,9 +138,9 @@ class Shapes:
                    for (cpu, mem), ns in self.counts.items() if ns)
 
 
-def _job(j: SimJob) -> Job:
-    return Job(id=j.id, queue=QUEUE, submit_time=j.submit, walltime_s=j.estimate, nodes=j.nodes, cpu=j.cpu,
-               mem_mib=j.mem_mib, user=j.user)
+def _job(j: SimJob, split: bool) -> Job:
+    return Job(id=j.id, queue=j.trace_queue if split else QUEUE, submit_time=j.submit, walltime_s=j.estimate,
+               nodes=j.nodes, cpu=j.cpu, mem_mib=j.mem_mib, user=j.user)
 
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
@@ -151,6 +156,9 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     promised: dict[str, float] = {}
     records: list[JobRecord] = []
     next_arrival, decisions = 0, 0
+    split = bool(w.machine.queues)
+    # a migration can happen when nothing starts: with balancing on, every instant is asked
+    always_ask = split and params is not None and params.migration is not None
     while next_arrival < len(arrivals) or ends:
         now = min(arrivals[next_arrival].submit if next_arrival < len(arrivals) else float("inf"),
                   ends[0][0] if ends else float("inf"))
@@ -160,29 +168,32 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
             del running[jid]
         while next_arrival < len(arrivals) and arrivals[next_arrival].submit <= now:
             j = arrivals[next_arrival]
-            pending[j.id] = _job(j)
+            pending[j.id] = _job(j, split)
             shapes.add(j, +1)
             next_arrival += 1
-        if not pending or not shapes.any_fits(cluster):
+        if not pending or not (always_ask or shapes.any_fits(cluster)):
             continue
         decision = decide(cluster.snapshot(now, tuple(running.values())), tuple(pending.values()),
                           policy, params)
         decisions += 1
+        for mig in decision.migrations:  # moved for good; a promise made in the old queue is void
+            pending[mig.job_id] = replace(pending[mig.job_id], queue=mig.to_queue, migrated=True,
+                                          promise_start=None, promise_nodes=())
         for r in decision.reservations:
             promised.setdefault(r.job_id, r.start_time)
             job = pending[r.job_id]  # the resource manager sends the latest promise back next time
             pending[r.job_id] = replace(job, promise_start=r.start_time, promise_nodes=r.node_ids)
         for s in decision.starts:
             j = by_id[s.job_id]
-            del pending[j.id]
+            migrated = pending.pop(j.id).migrated or s.queue != (j.trace_queue if split else QUEUE)
             shapes.add(j, -1)
             cluster.start(j, s.node_ids, now + j.estimate)
-            running[j.id] = RunningJob(j.id, QUEUE, tuple((n, (j.cpu, j.mem_mib, 0)) for n in s.node_ids),
-                                       now, j.estimate)
+            running[j.id] = RunningJob(j.id, s.queue, tuple((n, (j.cpu, j.mem_mib, 0)) for n in s.node_ids),
+                                       now, j.estimate, migrated)
             end = now + min(j.run, j.estimate)
             heapq.heappush(ends, (end, j.id))
             records.append(JobRecord(j, now, end, s.node_ids, s.kind == StartKind.BACKFILL,
-                                     promised.pop(j.id, None)))
+                                     promised.pop(j.id, None), s.queue, migrated))
         if progress and decision.starts:
             progress(len(decision.starts))
     unstarted = [by_id[jid] for jid in pending]

@@ -5,6 +5,8 @@ cores_per_node = 1 reproduces the processor-count simulations of the literature.
 processors gets ceil(p / cores_per_node) nodes, each with ceil(p / nodes) cores.
 Estimate: the requested time; where the trace has none, the job's real run time (a perfect estimate),
 and the replay says how many jobs needed that stand-in.
+Queues: by default every job shares one partition. `partitioned` splits the nodes among the trace's
+queues (algorithms.md §2: nodes are split among queues), for the multi-queue balancing policies.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ class Machine:
     nodes: int
     cores_per_node: int = 1
     mem_mib_per_node: int = 0  # 0: memory not modelled
+    # (queue, nodes) in node order; empty: one partition of every node that every job shares
+    queues: tuple[tuple[str, int], ...] = ()
 
     @property
     def cores(self) -> int:
@@ -91,3 +95,49 @@ def workload(trace: SwfTrace, machine: Machine) -> Workload:
         notes.append(f"{stand_in} jobs have no requested time: their real run time stands in as the estimate")
     return Workload(machine, jobs, notes)
 
+
+
+def work_split(jobs: list[SimJob], nodes: int) -> dict[str, int]:
+    """Nodes per trace queue: each queue first gets its median job width (so its common jobs fit),
+    the rest goes by the queue's share of the work (nodes x run time), largest remainders first."""
+    width: dict[str, list[int]] = {}
+    work: dict[str, float] = {}
+    for j in jobs:
+        width.setdefault(j.trace_queue, []).append(j.nodes)
+        work[j.trace_queue] = work.get(j.trace_queue, 0.0) + j.nodes * max(j.run, 1.0)
+    base = {q: sorted(ws)[len(ws) // 2] for q, ws in width.items()}
+    left = nodes - sum(base.values())
+    if left < 0:
+        raise ValueError(f"{nodes} nodes cannot hold each queue's median job ({sum(base.values())} nodes)")
+    total = sum(work.values())
+    exact = {q: left * work[q] / total for q in work}
+    sizes = {q: base[q] + math.floor(exact[q]) for q in work}
+    short = nodes - sum(sizes.values())
+    for q in sorted(work, key=lambda q: (math.floor(exact[q]) - exact[q], q))[:short]:
+        sizes[q] += 1
+    return sizes
+
+
+def partitioned(w: Workload, sizes: dict[str, int] | None = None) -> Workload:
+    """The workload on its machine split among the trace's queues (`sizes`: nodes per queue, by
+    default `work_split`). A job wider than its own queue's partition is left out and counted: it
+    could only ever run by migrating, so it would stall any comparison with balancing turned off."""
+    names = sorted({j.trace_queue for j in w.jobs})
+    if len(names) < 2 or "" in names:
+        raise ValueError("the trace does not give every job a queue, or has only one: "
+                         "there is nothing to split the machine among")
+    sizes = sizes or work_split(w.jobs, w.machine.nodes)
+    missing = sorted(set(names) - set(sizes))
+    if missing:
+        raise ValueError(f"no nodes given for queue(s) {', '.join(missing)}")
+    if any(n <= 0 for n in sizes.values()):
+        raise ValueError("every queue needs at least one node")
+    kept = [j for j in w.jobs if j.nodes <= sizes[j.trace_queue]]
+    notes = list(w.notes)
+    wide = len(w.jobs) - len(kept)
+    if wide:
+        share = 1 - sum(j.nodes * j.run for j in kept) / max(sum(j.nodes * j.run for j in w.jobs), 1e-9)
+        notes.append(f"{wide} jobs left out: wider than their queue's partition ({share:.1%} of the work)")
+    split = tuple(sorted(sizes.items()))
+    machine = Machine(sum(sizes.values()), w.machine.cores_per_node, w.machine.mem_mib_per_node, split)
+    return Workload(machine, kept, notes)

@@ -56,6 +56,37 @@ def test_bad_traces_are_422(client: Client) -> None:
     assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "jobs", 0, "procs"]
 
 
+def test_machine_split_among_queues_with_balancing(client: Client) -> None:
+    from tests.sim.test_queues import HAND as QUEUED
+
+    static = {"name": "easy", "params": {"time_grain_s": 1, "migration": {"mode": "static"}}}
+    body = {"swf": QUEUED.decode(), "policy": static, "machine": {"queue_nodes": {"q1": 2, "q2": 2}}}
+    r = client.post("/simulate", json=body)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["machine"]["queue_nodes"] == {"q1": 2, "q2": 2} and out["machine"]["split_queues"]
+    assert out["metrics"]["migrated"] == 1 and set(out["per_queue"]) == {"q1", "q2"}
+    # J2 ran at once in q2 (wait 0) instead of waiting for J1 in q1: waits 0, 0, 9
+    assert out["metrics"]["wait_mean"] == 3
+
+
+def test_bad_splits_are_422(client: Client) -> None:
+    from tests.sim.test_queues import HAND as QUEUED
+
+    cases = [({"queue_nodes": {"q1": 4}}, "queue_nodes", "q2"),
+             ({"queue_nodes": {"q1": 2, "q2": 2}, "nodes": 5}, "queue_nodes", "add up to 4"),
+             ({"split_queues": True}, "split_queues", "nothing to split")]
+    for machine, field, words in cases:
+        swf = QUEUED.decode() if field == "queue_nodes" else HAND.decode()
+        r = client.post("/simulate", json={"swf": swf, "machine": machine})
+        assert r.status_code == 422, r.text
+        d = r.json()["detail"][0]
+        assert d["loc"] == ["body", "machine", field] and words in d["msg"], d
+    zero = {"queue_nodes": {"q1": 0, "q2": 4}}
+    r = client.post("/simulate", json={"swf": QUEUED.decode(), "machine": zero})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][:3] == ["body", "machine", "queue_nodes"]
+
+
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 100), st.integers(0, 50), st.integers(1, 6), st.integers(0, 60)),
                 min_size=1, max_size=12),

@@ -51,3 +51,31 @@ def test_malformed_trace_names_the_line(tmp_path: Path) -> None:
     trace.write_bytes(HAND + b"oops\n")
     r = runner.invoke(cli, ["simulate", str(trace)])
     assert r.exit_code == 2 and "line 7" in r.output
+
+
+def test_compare_on_a_machine_split_among_queues(tmp_path: Path) -> None:
+    from tests.sim.test_queues import HAND as QUEUED
+
+    trace = tmp_path / "queued.swf"
+    trace.write_bytes(QUEUED)
+    r = runner.invoke(cli, ["compare", str(trace), "--queue-nodes", "q1=2,q2=2",
+                            "--plots", str(tmp_path / "p"),
+                            "--policies", 'easy,easy:migration={"mode":"static","threshold":0.85}',
+                            "--json", str(tmp_path / "c.json")])
+    assert r.exit_code == 0, r.output
+    out = json.loads((tmp_path / "c.json").read_text())
+    assert out["machine"]["queue_nodes"] == {"q1": 2, "q2": 2}
+    runs = out["policies"]
+    assert runs["easy"]["metrics"]["migrated"] == 0
+    assert runs['easy:migration={"mode":"static","threshold":0.85}']["metrics"]["migrated"] == 1
+
+
+def test_bad_split_is_named(tmp_path: Path) -> None:
+    from tests.sim.test_queues import HAND as QUEUED
+
+    trace = tmp_path / "queued.swf"
+    trace.write_bytes(QUEUED)
+    r = runner.invoke(cli, ["simulate", str(trace), "--queue-nodes", "q1=2"])
+    assert r.exit_code == 2 and "q2" in r.output
+    r = runner.invoke(cli, ["simulate", str(trace), "--queue-nodes", "q1=two"])
+    assert r.exit_code == 2 and "queue=nodes" in r.output
