@@ -4,7 +4,8 @@
     hpcsched compare TRACE --policies fcfs,easy,conservative [--plots DIR]
     hpcsched compare TRACE --split-queues --policies 'easy,easy:migration={"mode":"static"}'
 
-A policy in --policies may carry its own parameters: `name:k=v;k=v` (v as JSON), on top of --param.
+A policy in --policies may carry its own parameters: `name:k=v;k=v` (v as JSON), on top of --param;
+`predicted=true` among them (or --predict-runtimes for all) tells the scheduler predicted run times.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ JsonOut = Annotated[Path, typer.Option("--json", help="write the metrics here")]
 Policy = Annotated[str, typer.Option(help="policy name")]
 PolicyList = Annotated[str, typer.Option(help="comma-separated policy names")]
 PlotDir = Annotated[Path, typer.Option(help="folder for the PNG plots")]
+Predict = Annotated[bool, typer.Option(help="tell the scheduler predicted run times (the mean of the user's "
+                                            "last two, at most the request) instead of the requests")]
 Split = Annotated[bool, typer.Option(help="split the nodes among the trace's queues (median job width "
                                           "each, the rest by share of the work)")]
 QueueNodes = Annotated[str | None, typer.Option(help="nodes per trace queue, e.g. normal=64,low=40,high=24 "
@@ -72,6 +75,20 @@ def policy_spec(text: str) -> tuple[str, list[str]]:
     """"priority:order=f1;age_weight=2" -> ("priority", ["order=f1", "age_weight=2"])."""
     name, _, rest = text.partition(":")
     return name, [p for p in rest.split(";") if p]
+
+
+def take_predicted(pairs: list[str]) -> tuple[list[str], bool]:
+    """The replay's own `predicted=true|false` taken out of a policy's k=v pairs."""
+    rest, predicted = [], False
+    for pair in pairs:
+        key, _, raw = pair.partition("=")
+        if key.strip() == "predicted":
+            if raw.strip().lower() not in ("true", "false"):
+                raise typer.BadParameter(f"{pair!r}: predicted is true or false", param_hint="--policies")
+            predicted = raw.strip().lower() == "true"
+        else:
+            rest.append(pair)
+    return rest, predicted
 
 
 def load(trace: Path, nodes: int | None, cores: int, memory: int, jobs: int | None,
@@ -114,12 +131,12 @@ def _queue_nodes(text: str) -> dict[str, int]:
     return out
 
 
-def run(w: Workload, name: str, params: CommonParams) -> tuple[ReplayResult, float]:
+def run(w: Workload, name: str, params: CommonParams, predict: bool = False) -> tuple[ReplayResult, float]:
     columns = (TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(name, total=len(w.jobs))
         t0 = time.perf_counter()
-        result = replay(w, name, params, progress=lambda n: bar.advance(task, n))
+        result = replay(w, name, params, progress=lambda n: bar.advance(task, n), predict=predict)
         return result, time.perf_counter() - t0
 
 
@@ -161,12 +178,12 @@ def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[
 @cli.command()
 def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes: Nodes = None,
              cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
-             split_queues: Split = False, queue_nodes: QueueNodes = None,
+             split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
              json_out: JsonOut = Path("simulate.json")) -> None:
     """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
     name, params = policy_params(policy, param)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes)
-    result, seconds = run(w, name, params)
+    result, seconds = run(w, name, params, predict_runtimes)
     out = report(w, {name: (result, seconds)})
     m = out["policies"][name]
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
@@ -182,13 +199,16 @@ def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes:
 @cli.command()
 def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param: Params = None,
             nodes: Nodes = None, cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
-            split_queues: Split = False, queue_nodes: QueueNodes = None,
+            split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
             plots: PlotDir = Path("plots"), json_out: JsonOut = Path("compare.json")) -> None:
     """Replay TRACE under several policies (the same --param for all); one table, JSON, and plots."""
-    chosen = [(p, *policy_params(name, pairs + (param or [])))
-              for p in policy_labels(policies) for name, pairs in [policy_spec(p)]]
+    chosen = []
+    for label in policy_labels(policies):
+        name, pairs = policy_spec(label)
+        pairs, predicted = take_predicted(pairs)
+        chosen.append((label, *policy_params(name, pairs + (param or [])), predicted or predict_runtimes))
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes)
-    results = {label: run(w, name, params) for label, name, params in chosen}
+    results = {label: run(w, name, params, predicted) for label, name, params, predicted in chosen}
     out = report(w, results)
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
                         f"{w.machine.cores_per_node} cores",

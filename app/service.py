@@ -124,7 +124,7 @@ def simulate(req: SimulateRequest, max_jobs: int, parse_ms: float = 0.0) -> Simu
     t0 = time.perf_counter()
     w, name, params = workload_from_wire(req, max_jobs)
     t1 = time.perf_counter()
-    result = replay(w, name, params)
+    result = replay(w, name, params, predict=req.predict_runtimes)
     t2 = time.perf_counter()
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "replay": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())

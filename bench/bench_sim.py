@@ -24,7 +24,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.cli import policy_labels, policy_params, policy_spec  # noqa: E402
+from app.cli import policy_labels, policy_params, policy_spec, take_predicted  # noqa: E402
+from app.sched.params import CommonParams  # noqa: E402
 from app.sim.metrics import run_metrics  # noqa: E402
 from app.sim.replay import replay  # noqa: E402
 from app.sim.swf import read_swf  # noqa: E402
@@ -37,6 +38,13 @@ POLICIES = "fcfs,firstfit,easy,conservative,memory_backfill,priority,priority:or
 SPLIT_POLICIES = 'easy,easy:migration={"mode":"static"},easy:migration={"mode":"dynamic"}'
 console = Console(width=180)
 cli = typer.Typer(add_completion=False)
+
+
+def parse(label: str) -> tuple[str, CommonParams, bool]:
+    """"priority:order=f1;predicted=true" -> the policy, its parameters, whether run times are predicted."""
+    name, pairs = policy_spec(label)
+    pairs, predicted = take_predicted(pairs)
+    return name, policy_params(name, pairs)[1], predicted
 
 
 def rows_for(trace: Path, policies: list[str], jobs: int | None,
@@ -55,10 +63,9 @@ def rows_for(trace: Path, policies: list[str], jobs: int | None,
 
 
 def row(trace: Path, w: Workload, machine: str, label: str) -> dict[str, Any]:
-    name, pairs = policy_spec(label)
-    _, params = policy_params(name, pairs)
+    name, params, predicted = parse(label)
     t0 = time.perf_counter()
-    result = replay(w, name, params)
+    result = replay(w, name, params, predict=predicted)
     seconds = time.perf_counter() - t0
     m = run_metrics(result, w.machine)
     console.print(f"  {trace.name} {machine} {label}: {len(w.jobs) / seconds:.0f} jobs/s, "
@@ -78,12 +85,11 @@ def window_rows(trace: Path, policies: list[str], windows: int, size: int, seed:
     starts = rng.integers(0, max(1, len(w.jobs) - size), size=windows)
     rows = []
     for label in policies:
-        name, pairs = policy_spec(label)
-        _, params = policy_params(name, pairs)
+        name, params, predicted = parse(label)
         bslds = []
         for s in starts.tolist():
             part = Workload(w.machine, w.jobs[s:s + size], w.notes)
-            bslds.append(run_metrics(replay(part, name, params), w.machine)["bsld_mean"])
+            bslds.append(run_metrics(replay(part, name, params, predict=predicted), w.machine)["bsld_mean"])
         rows.append({"trace": trace.name, "windows": windows, "window_jobs": size, "policy": label,
                      "bsld_mean": float(np.mean(bslds)), "bsld_median": float(np.median(bslds)),
                      "bsld_worst": float(np.max(bslds))})

@@ -52,6 +52,9 @@ class SimulateRequest(Strict):
     jobs: list[SimJobIn] | None = Field(None, description="the trace as a job list")
     policy: PolicySpec = Field(default_factory=EasyPolicy)
     machine: MachineIn = MachineIn()
+    predict_runtimes: bool = Field(
+        False, description="tell the scheduler predicted run times (the mean of the user's last two, at most "
+        "the request) instead of the requests; jobs are still killed at their request")
 
 
 class SimulateResponse(BaseModel):

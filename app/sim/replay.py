@@ -15,14 +15,14 @@ good, as a resource manager would (it is sent as migrated from then on).
 from __future__ import annotations
 
 import heapq
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from app.sched.cluster import NodeColumns
-from app.sched.model import Job, Node, RunningJob, Snapshot, StartKind
+from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, StartKind
 from app.sched.params import CommonParams
 from app.sched.registry import decide
 from app.sim.workload import SimJob, Workload
@@ -88,6 +88,10 @@ class Cluster:
         self.amount[1, rows] = j.mem_mib
         self.live[rows] = True
 
+    def extend(self, j: SimJob, end: float) -> None:
+        """Job j is now expected to end at `end`."""
+        self.end[self.rows[j.id]] = end
+
     def finish(self, j: SimJob) -> None:
         rows = self.rows.pop(j.id)
         self._change(self.node[rows], j, -1)
@@ -138,66 +142,130 @@ class Shapes:
                    for (cpu, mem), ns in self.counts.items() if ns)
 
 
-def _job(j: SimJob, split: bool) -> Job:
-    return Job(id=j.id, queue=j.trace_queue if split else QUEUE, submit_time=j.submit, walltime_s=j.estimate,
-               nodes=j.nodes, cpu=j.cpu, mem_mib=j.mem_mib, user=j.user)
+class Predictor:
+    """Run times told to the scheduler instead of the requests (Tsafrir, Etsion and Feitelson 2007,
+    "Backfilling using system-generated predictions"): the mean of the user's last two run times,
+    never above the request; the request while the user has no finished job yet. A job still running
+    when its told time is up is told its request from then on. It is killed at its request either way."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, deque[float]] = {}
+
+    def told(self, j: SimJob) -> float:
+        runs = self.last.get(j.user)
+        return min(j.estimate, max(1.0, sum(runs) / len(runs))) if runs else j.estimate
+
+    def ended(self, j: SimJob, ran: float) -> None:
+        self.last.setdefault(j.user, deque(maxlen=2)).append(ran)
+
+
+def _job(j: SimJob, queue: str, walltime: float) -> Job:
+    return Job(id=j.id, queue=queue, submit_time=j.submit, walltime_s=walltime, nodes=j.nodes, cpu=j.cpu,
+               mem_mib=j.mem_mib, user=j.user)
+
+
+class _Replay:
+    """The state of one replay between instants: what runs, what waits, what is promised."""
+
+    def __init__(self, w: Workload, policy: str, params: CommonParams | None, predict: bool) -> None:
+        self.w, self.policy, self.params = w, policy, params
+        self.cluster = Cluster(w)
+        self.by_id = {j.id: j for j in w.jobs}
+        self.ends: list[tuple[float, str]] = []  # real ends
+        self.overdue: list[tuple[float, str]] = []  # told ends, when run times are predicted
+        self.running: dict[str, RunningJob] = {}
+        self.pending: dict[str, Job] = {}
+        self.shapes = Shapes()
+        self.promised: dict[str, float] = {}
+        self.records: list[JobRecord] = []
+        self.decisions = 0
+        self.predictor = Predictor() if predict else None
+        self.split = bool(w.machine.queues)
+        # a migration can happen when nothing starts: with balancing on, every instant is asked
+        self.always_ask = self.split and params is not None and params.migration is not None
+
+    def home(self, j: SimJob) -> str:
+        return j.trace_queue if self.split else QUEUE
+
+    def finish_until(self, now: float) -> None:
+        while self.ends and self.ends[0][0] <= now:
+            end, jid = heapq.heappop(self.ends)
+            j = self.by_id[jid]
+            self.cluster.finish(j)
+            rj = self.running.pop(jid)
+            if self.predictor:
+                self.predictor.ended(j, end - rj.start_time)
+        while self.overdue and self.overdue[0][0] <= now:  # still running past its told time
+            _, jid = heapq.heappop(self.overdue)
+            if jid in self.running:
+                j, rj = self.by_id[jid], self.running[jid]
+                self.running[jid] = replace(rj, walltime_s=j.estimate)
+                self.cluster.extend(j, rj.start_time + j.estimate)
+
+    def arrive(self, j: SimJob) -> None:
+        told = self.predictor.told(j) if self.predictor else j.estimate
+        self.pending[j.id] = _job(j, self.home(j), told)
+        self.shapes.add(j, +1)
+
+    def ask(self, now: float) -> Decision | None:
+        if not self.pending or not (self.always_ask or self.shapes.any_fits(self.cluster)):
+            return None
+        self.decisions += 1
+        return decide(self.cluster.snapshot(now, tuple(self.running.values())), tuple(self.pending.values()),
+                      self.policy, self.params)
+
+    def apply(self, d: Decision, now: float) -> None:
+        pending = self.pending
+        for mig in d.migrations:  # moved for good; a promise made in the old queue is void
+            pending[mig.job_id] = replace(pending[mig.job_id], queue=mig.to_queue, migrated=True,
+                                          promise_start=None, promise_nodes=())
+        for r in d.reservations:
+            self.promised.setdefault(r.job_id, r.start_time)
+            # the resource manager sends the latest promise back next time
+            pending[r.job_id] = replace(pending[r.job_id], promise_start=r.start_time,
+                                        promise_nodes=r.node_ids)
+        for s in d.starts:
+            self.start(self.by_id[s.job_id], s, now)
+
+    def start(self, j: SimJob, s: Start, now: float) -> None:
+        told = self.pending.pop(j.id)
+        migrated = told.migrated or s.queue != self.home(j)
+        self.shapes.add(j, -1)
+        self.cluster.start(j, s.node_ids, now + told.walltime_s)
+        self.running[j.id] = RunningJob(j.id, s.queue, tuple((n, (j.cpu, j.mem_mib, 0)) for n in s.node_ids),
+                                        now, told.walltime_s, migrated)
+        end = now + min(j.run, j.estimate)
+        heapq.heappush(self.ends, (end, j.id))
+        if end > now + told.walltime_s:
+            heapq.heappush(self.overdue, (now + told.walltime_s, j.id))
+        self.records.append(JobRecord(j, now, end, s.node_ids, s.kind == StartKind.BACKFILL,
+                                      self.promised.pop(j.id, None), s.queue, migrated))
 
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
-           progress: Callable[[int], None] | None = None) -> ReplayResult:
-    """Run the whole workload; `progress(n)` is told each time n more jobs have started."""
-    cluster = Cluster(w)
-    arrivals = list(w.jobs)
-    by_id = {j.id: j for j in arrivals}
-    ends: list[tuple[float, str]] = []
-    running: dict[str, RunningJob] = {}
-    pending: dict[str, Job] = {}
-    shapes = Shapes()
-    promised: dict[str, float] = {}
-    records: list[JobRecord] = []
-    next_arrival, decisions = 0, 0
-    split = bool(w.machine.queues)
-    # a migration can happen when nothing starts: with balancing on, every instant is asked
-    always_ask = split and params is not None and params.migration is not None
-    while next_arrival < len(arrivals) or ends:
-        now = min(arrivals[next_arrival].submit if next_arrival < len(arrivals) else float("inf"),
-                  ends[0][0] if ends else float("inf"))
-        while ends and ends[0][0] <= now:
-            _, jid = heapq.heappop(ends)
-            cluster.finish(by_id[jid])
-            del running[jid]
-        while next_arrival < len(arrivals) and arrivals[next_arrival].submit <= now:
-            j = arrivals[next_arrival]
-            pending[j.id] = _job(j, split)
-            shapes.add(j, +1)
-            next_arrival += 1
-        if not pending or not (always_ask or shapes.any_fits(cluster)):
+           progress: Callable[[int], None] | None = None, predict: bool = False) -> ReplayResult:
+    """Run the whole workload; `progress(n)` is told each time n more jobs have started. `predict`:
+    the scheduler is told predicted run times (`Predictor`) instead of the requests."""
+    r = _Replay(w, policy, params, predict)
+    arrivals = w.jobs
+    nxt = 0
+    while nxt < len(arrivals) or r.ends:
+        now = min(arrivals[nxt].submit if nxt < len(arrivals) else float("inf"),
+                  r.ends[0][0] if r.ends else float("inf"))
+        r.finish_until(now)
+        while nxt < len(arrivals) and arrivals[nxt].submit <= now:
+            r.arrive(arrivals[nxt])
+            nxt += 1
+        decision = r.ask(now)
+        if decision is None:
             continue
-        decision = decide(cluster.snapshot(now, tuple(running.values())), tuple(pending.values()),
-                          policy, params)
-        decisions += 1
-        for mig in decision.migrations:  # moved for good; a promise made in the old queue is void
-            pending[mig.job_id] = replace(pending[mig.job_id], queue=mig.to_queue, migrated=True,
-                                          promise_start=None, promise_nodes=())
-        for r in decision.reservations:
-            promised.setdefault(r.job_id, r.start_time)
-            job = pending[r.job_id]  # the resource manager sends the latest promise back next time
-            pending[r.job_id] = replace(job, promise_start=r.start_time, promise_nodes=r.node_ids)
-        for s in decision.starts:
-            j = by_id[s.job_id]
-            migrated = pending.pop(j.id).migrated or s.queue != (j.trace_queue if split else QUEUE)
-            shapes.add(j, -1)
-            cluster.start(j, s.node_ids, now + j.estimate)
-            running[j.id] = RunningJob(j.id, s.queue, tuple((n, (j.cpu, j.mem_mib, 0)) for n in s.node_ids),
-                                       now, j.estimate, migrated)
-            end = now + min(j.run, j.estimate)
-            heapq.heappush(ends, (end, j.id))
-            records.append(JobRecord(j, now, end, s.node_ids, s.kind == StartKind.BACKFILL,
-                                     promised.pop(j.id, None), s.queue, migrated))
+        r.apply(decision, now)
         if progress and decision.starts:
             progress(len(decision.starts))
-    unstarted = [by_id[jid] for jid in pending]
+    unstarted = [r.by_id[jid] for jid in r.pending]
     notes = list(w.notes)
+    if predict:
+        notes.append("run times told to the scheduler: the mean of the user's last two, at most the request")
     if unstarted:
         notes.append(f"{len(unstarted)} jobs never started (nothing left running could free room for them)")
-    return ReplayResult(records, unstarted, decisions, notes)
+    return ReplayResult(r.records, unstarted, r.decisions, notes)

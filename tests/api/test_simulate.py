@@ -70,6 +70,18 @@ def test_machine_split_among_queues_with_balancing(client: Client) -> None:
     assert out["metrics"]["wait_mean"] == 3
 
 
+def test_predicted_runtimes_over_http(client: Client) -> None:
+    from tests.sim.test_predicted import hand
+
+    easy = {"name": "easy", "params": {"time_grain_s": 1}}
+    told = [client.post("/simulate", json={"swf": hand(10).decode(), "policy": easy, "predict_runtimes": p})
+            .json() for p in (False, True)]
+    # J4 waits for J3 (starts 130) when told its request, backfills at 22 when told 10 s
+    assert told[0]["metrics"]["wait_mean"] == (0 + 0 + 99 + 108) / 4
+    assert told[1]["metrics"]["wait_mean"] == (0 + 0 + 99 + 0) / 4
+    assert any("last two" in n for n in told[1]["notes"])
+
+
 def test_bad_splits_are_422(client: Client) -> None:
     from tests.sim.test_queues import HAND as QUEUED
 
