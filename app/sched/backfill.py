@@ -68,6 +68,7 @@ class BackfillPass:
         self.reserved_in: dict[str, int] = {}
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
         self.promised: dict[str, tuple[np.ndarray, float, float]] = {}  # job -> nodes, start, end
+        self.all_nodes: dict[tuple[str, frozenset[str]], np.ndarray] = {}  # see _all_nodes
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
@@ -232,7 +233,7 @@ class BackfillPass:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
         if self.rules.one_reservation_per_node:  # booked nodes are out; the rest only grow
             times = self.profile.first_cover(elig, job.demand)
-            nodes = elig.nodes(np.arange(len(times)))
+            nodes = self._all_nodes(elig)
             times[self.profile.booked[nodes]] = INF
         else:
             times, nodes = self._earliest_times(job, elig)
@@ -281,27 +282,38 @@ class BackfillPass:
         no booking before the job would end there; the full window check runs only on the other
         nodes, and only on those whose bound could beat the n-th best exact time.
         """
-        n = job.nodes
-        bound = self.profile.first_cover(elig, job.demand, head=HEAD_COLUMNS)
-        nodes = elig.nodes(np.arange(len(bound)))
+        n, d, grain = job.nodes, job.demand, self.grain
+        bound = self.profile.first_cover(elig, d, head=HEAD_COLUMNS)
+        nodes = self._all_nodes(elig)
+        first_booking = elig.take(self.profile.first_booking)
         partial = bound < 0  # not covered within the head: -bound is only a lower bound
         with np.errstate(invalid="ignore"):
-            ends = np.ceil((bound + job.walltime_s) / self.grain) * self.grain
-        clear = ~partial & (self.profile.first_booking[nodes] >= ends)
+            ends = np.ceil((bound + job.walltime_s) / grain) * grain
+        clear = first_booking >= ends
+        clear &= ~partial
         times = np.where(clear, bound, INF)
         nth = self._nth(times, n)
-        more = np.flatnonzero(partial & (-bound < nth))
-        if len(more):  # search the rest of their instants
-            bound[more] = self.profile.first_cover_of(nodes[more], job.demand)
-            ends[more] = np.ceil((bound[more] + job.walltime_s) / self.grain) * self.grain
-            clear[more] = self.profile.first_booking[nodes[more]] >= ends[more]
+        more = np.flatnonzero(partial & (bound > -nth))  # -bound < nth
+        if len(more):  # search the rest of their instants: their bounds become exact
+            bound[more] = self.profile.first_cover_of(nodes[more], d)
+            ends[more] = np.ceil((bound[more] + job.walltime_s) / grain) * grain
+            clear[more] = first_booking[more] >= ends[more]
             times[more] = np.where(clear[more], bound[more], INF)
+            partial[more] = False
             nth = self._nth(times, n)
-        doubt = np.flatnonzero(~clear & ~partial & (bound < nth))
-        doubt = np.union1d(doubt, more[~clear[more] & (bound[more] < nth)])
+        doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
         if len(doubt):
             self._exact_best_first(job, nodes, bound, times, doubt)
         return times, nodes
+
+    def _all_nodes(self, elig: Eligible) -> np.ndarray:
+        """Every eligible node's index, in order (read-only: shared by the pass's searches)."""
+        found = self.all_nodes.get(elig.key)
+        if found is None:
+            found = elig.nodes(np.arange(elig.size()))
+            found.setflags(write=False)
+            self.all_nodes[elig.key] = found
+        return found
 
     def _exact_best_first(self, job: Job, nodes: np.ndarray, bound: np.ndarray,
                           times: np.ndarray, doubt: np.ndarray) -> None:

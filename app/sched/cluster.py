@@ -96,21 +96,22 @@ def _queue_slices(queue_of: list[str]) -> dict[str, slice]:
 def _held(running: Sequence[RunningJob], pos: dict[str, int]) -> Held:
     """Every running job's holding on each node of the snapshot (nodes it lists but the snapshot
     lacks are left out), with the job's expected end."""
+    get = pos.get
     xs: list[int] = []
     ends: list[float] = []
-    amounts: list[tuple[int, int, int]] = []
+    amounts: list[int] = []  # flat: 3 per entry (one list of ints converts faster than tuples)
     for rj in running:
         end = rj.start_time + rj.walltime_s
         for node_id, d in rj.alloc:
-            x = pos.get(node_id)
+            x = get(node_id)
             if x is not None:
                 xs.append(x)
                 ends.append(end)
-                amounts.append(d)
+                amounts.extend(d)
     return (
-        np.asarray(xs, dtype=np.int64),
-        np.asarray(ends, dtype=np.float64),
-        np.asarray(amounts, dtype=np.int64).reshape(-1, 3).T,
+        np.array(xs, dtype=np.int64),
+        np.array(ends, dtype=np.float64),
+        np.array(amounts, dtype=np.int64).reshape(-1, 3).T,
     )
 
 

@@ -1,7 +1,7 @@
 """Per-node availability profile over time: what each node will have free, and when.
 
-Every node's free resources are a step function of time, kept as a matrix: `times` (N, K), the
-instants where something changes (column 0 is `now`, padding is INF), and `cum` (3, N, K), what is
+Every node's free resources are a step function of time, kept as a matrix: `times` (K, N), the
+instants where something changes (instant 0 is `now`, padding is INF), and `cum` (3, K, N), what is
 free from that instant on. Running jobs and started jobs step it up when they end; reservations
 (bookings) step it down over their interval. So one vectorized pass answers, for every node at once,
 "the earliest time this node holds demand d for w seconds" (`earliest`), and "does it hold d over
@@ -24,8 +24,12 @@ from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
 Releases = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, times, (3, R) amounts
+Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
 ROW_FLUSH_LIMIT = 64  # below this many changed nodes, folding rows one by one beats a rebuild
+# up to this many instants, a masked min finds a node's first covered instant fastest; past it, its
+# (instants, nodes) float temporaries outgrow the cache, and argmax over the booleans wins
+MASKED_MIN_WIDTH = 8
 
 
 def align_up(t: float, grain: int) -> float:
@@ -47,14 +51,18 @@ def release_times(ends: np.ndarray, now: float, grain: int) -> np.ndarray:
 
 
 class Profile:
-    """Mutable, pass-local availability profile of every node."""
+    """Mutable, pass-local availability profile of every node.
+
+    The matrices are instant-major, `times` (K, N) and `cum` (3, K, N): a question about many nodes
+    then works on rows of N contiguous values, not on N short rows of K (numpy's per-row overhead).
+    """
 
     def __init__(self, free: np.ndarray, releases: Releases, now: float, grain: int) -> None:
         self.now, self.grain = now, grain
         n = free.shape[1]
         self.free = [free[r].copy() for r in range(3)]  # free now, bookings not counted
         self.times, self.cum = _step_matrix(free.astype(np.int64), releases, now)
-        self.width = self.times.shape[1]  # columns in use (the rest is INF padding)
+        self.width = self.times.shape[0]  # instants in use (the rest is INF padding)
         self.unflushed: dict[int, list[tuple[float, float, Triple]]] = {}
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
@@ -71,26 +79,26 @@ class Profile:
     def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
         """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
         self._flush_eligible(elig)
-        return self._earliest(lambda a: elig.take(a), d, walltime_s)
+        return self._earliest(_columns(elig), d, walltime_s)
 
     def earliest_of(self, nodes: np.ndarray, d: Triple, walltime_s: float) -> np.ndarray:
         """`earliest` for the given node indices."""
         self._flush_rows(nodes)
-        return self._earliest(lambda a: a[nodes], d, walltime_s)
+        return self._earliest(nodes, d, walltime_s)
 
-    def _earliest(self, take, d: Triple, walltime_s: float) -> np.ndarray:  # noqa: ANN001
+    def _earliest(self, cols: Columns, d: Triple, walltime_s: float) -> np.ndarray:
         w = self.width
-        times = take(self.times)[:, :w]
-        covers = self._covers(lambda a: take(a)[:, :w], d)
+        times = self.times[:w, cols]
+        covers = self._covers(w, cols, d)
         bad = np.where(covers, INF, times)
-        # first instant at or after each column where the node falls short of d
-        first_bad = np.minimum.accumulate(bad[:, ::-1], axis=1)[:, ::-1]
+        # first instant at or after each one where the node falls short of d
+        first_bad = np.minimum.accumulate(bad[::-1], axis=0)[::-1]
         with np.errstate(invalid="ignore"):
             ends = np.ceil((times + walltime_s) / self.grain) * self.grain
         feasible = first_bad >= ends
-        col = feasible.argmax(axis=1)
-        rows = np.arange(len(col))
-        return np.where(feasible[rows, col], times[rows, col], INF)
+        k = feasible.argmax(axis=0)
+        nodes = np.arange(len(k))
+        return np.where(feasible[k, nodes], times[k, nodes], INF)
 
     def first_cover(self, elig: Eligible, d: Triple, head: int | None = None) -> np.ndarray:
         """Per eligible node, the first instant it has d free. Exact for nodes never booked,
@@ -101,53 +109,57 @@ class Profile:
         """
         self._flush_eligible(elig)
         w = self.width if head is None else min(head, self.width)
-        return self._first_cover(lambda a: elig.take(a), d, w)
+        return self._first_cover(_columns(elig), d, w)
 
     def first_cover_of(self, nodes: np.ndarray, d: Triple) -> np.ndarray:
         self._flush_rows(nodes)
-        return self._first_cover(lambda a: a[nodes], d, self.width)
+        return self._first_cover(nodes, d, self.width)
 
-    def _first_cover(self, take, d: Triple, w: int) -> np.ndarray:  # noqa: ANN001
-        covers = self._covers(lambda a: take(a)[:, :w], d)
-        col = covers.argmax(axis=1)
-        rows = np.arange(len(col))
-        times = take(self.times)
-        found = times[rows, col]
-        if w >= min(self.width, times.shape[1]):
-            return np.where(covers[rows, col], found, INF)
-        after = times[:, w]
-        return np.where(covers[rows, col], found, np.where(np.isinf(after), INF, -after))
+    def _first_cover(self, cols: Columns, d: Triple, w: int) -> np.ndarray:
+        covers, times = self._covers(w, cols, d), self.times[:w, cols]
+        if w <= MASKED_MIN_WIDTH:  # a node's instants only grow: its first covered one is the least
+            found = np.where(covers, times, INF).min(axis=0)
+        else:
+            k = covers.argmax(axis=0)
+            nodes = np.arange(len(k))
+            found = np.where(covers[k, nodes], times[k, nodes], INF)
+        if w >= self.width:
+            return found
+        after = self.times[w, cols]
+        return np.where(found < INF, found, np.where(np.isinf(after), INF, -after))
 
     def last_step(self, nodes: np.ndarray) -> np.ndarray:
         """For each node, its last instant of change (after it, what it has free stays put)."""
         self._flush_rows(nodes)
-        times = self.times[nodes]
-        last = np.isfinite(times).sum(axis=1) - 1
-        return times[np.arange(len(nodes)), last]
+        times = self.times[:, nodes]
+        last = np.isfinite(times).sum(axis=0) - 1
+        return times[last, np.arange(len(nodes))]
 
     def holds_over(self, nodes: np.ndarray, d: Triple, t: float, end: float) -> np.ndarray:
         """For each of `nodes`, whether it holds d over the whole of [t, end)."""
         self._flush_rows(nodes)
-        times = self.times[nodes]
+        w = self.width  # past it every instant is INF: nothing there overlaps [t, end)
+        times = self.times[:w, nodes]
         nxt = np.empty_like(times)
-        nxt[:, :-1] = times[:, 1:]
-        nxt[:, -1] = INF
+        nxt[:-1] = times[1:]
+        nxt[-1] = INF
         overlaps = (times < end) & (nxt > t)
-        ok = self._covers(lambda a: a[nodes], d)
-        return (ok | ~overlaps).all(axis=1)
+        ok = self._covers(w, nodes, d)
+        return (ok | ~overlaps).all(axis=0)
 
     def free_at(self, x: int, t: float) -> Triple:
         """What node x has free at t, bookings included."""
         self._flush_rows(np.array([x]))
-        col = int(np.searchsorted(self.times[x], t, side="right")) - 1
-        c, m, g = self.cum[:, x, col].tolist()
+        k = int(np.searchsorted(self.times[:, x], t, side="right")) - 1
+        c, m, g = self.cum[:, k, x].tolist()
         return (c, m, g)
 
-    def _covers(self, take, d: Triple) -> np.ndarray:  # noqa: ANN001
-        ok = take(self.cum[0]) >= d[0]
+    def _covers(self, w: int, cols: Columns, d: Triple) -> np.ndarray:
+        """(w, n): whether each of the first w instants of the nodes `cols` covers d."""
+        ok = self.cum[0][:w, cols] >= d[0]
         for r in (1, 2):
             if d[r] > 0:
-                ok &= take(self.cum[r]) >= d[r]
+                ok &= self.cum[r][:w, cols] >= d[r]
         return ok
 
     # --- changes --------------------------------------------------------------------------------
@@ -208,13 +220,13 @@ class Profile:
 
     def _rebuild(self, rows: np.ndarray) -> None:
         """Fold every recorded change of `rows` into the matrix at once."""
-        sub_times = self.times[rows]
-        sub_cum = self.cum[:, rows]
-        xs, cols = np.nonzero(np.isfinite(sub_times[:, 1:]))
+        sub_times = self.times[:, rows]
+        sub_cum = self.cum[:, :, rows]
+        cols, xs = np.nonzero(np.isfinite(sub_times[1:]))
         cols = cols + 1
-        ev_x, ev_t = [xs], [sub_times[xs, cols]]
-        ev_d = [sub_cum[:, xs, cols] - sub_cum[:, xs, cols - 1]]
-        base = sub_cum[:, :, 0].copy()
+        ev_x, ev_t = [xs], [sub_times[cols, xs]]
+        ev_d = [sub_cum[:, cols, xs] - sub_cum[:, cols - 1, xs]]
+        base = sub_cum[:, 0, :].copy()
         held_i: list[int] = []  # changes already in force now: they lower the base
         held_d: list[Triple] = []
         add_i: list[int] = []  # the others: a step down at t0, a step back up at t1
@@ -241,21 +253,21 @@ class Profile:
         ev_d.append(np.asarray(add_d, dtype=np.int64).reshape(-1, 3).T)
         events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
         times, cum = _step_matrix(base, events, self.now)
-        while times.shape[1] > self.times.shape[1]:
+        while times.shape[0] > self.times.shape[0]:
             self._grow()
-        k = times.shape[1]
-        self.times[rows, :k] = times
-        self.times[rows, k:] = INF
-        self.cum[:, rows, :k] = cum
-        self.cum[:, rows, k:] = cum[:, :, -1:]
+        k = times.shape[0]
+        self.times[:k, rows] = times
+        self.times[k:, rows] = INF
+        self.cum[:, :k, rows] = cum
+        self.cum[:, k:, rows] = cum[:, -1:, :]
         self.width = max(self.width, k)
 
     def _fold_row(self, x: int, changes: list[tuple[float, float, Triple]]) -> None:
         """Take each change's d from node x over its [t0, t1), adding the instants it needs."""
-        times = self.times[x, : self.width].tolist()
+        times = self.times[: self.width, x].tolist()
         m = bisect_left(times, INF)
         del times[m:]
-        cum = self.cum[:, x, :m].T.tolist()
+        cum = self.cum[:, :m, x].T.tolist()
         for t0, t1, d in changes:
             lo = _instant(times, cum, t0) if t0 > self.now else 0
             hi = _instant(times, cum, t1)
@@ -264,22 +276,27 @@ class Profile:
                 col[1] -= d[1]
                 col[2] -= d[2]
         k = len(times)
-        while k > self.times.shape[1]:
+        while k > self.times.shape[0]:
             self._grow()
         # instants were only added, and no change reaches past the last one (its amounts stay):
-        # the INF padding after column k, and those amounts repeated there, are already right
-        self.times[x, :k] = times
-        self.cum[:, x, :k] = np.array(cum, dtype=np.int64).T
-        self.width = max(self.width, min(k + 1, self.times.shape[1]))
+        # the INF padding after instant k, and those amounts repeated there, are already right
+        self.times[:k, x] = times
+        self.cum[:, :k, x] = np.array(cum, dtype=np.int64).T
+        self.width = max(self.width, min(k + 1, self.times.shape[0]))
 
     def _grow(self) -> None:
-        n, k = self.times.shape
-        times = np.full((n, 2 * k), INF)
-        times[:, :k] = self.times
-        cum = np.empty((3, n, 2 * k), dtype=np.int64)
-        cum[:, :, :k] = self.cum
-        cum[:, :, k:] = self.cum[:, :, -1:]
+        k, n = self.times.shape
+        times = np.full((2 * k, n), INF)
+        times[:k] = self.times
+        cum = np.empty((3, 2 * k, n), dtype=np.int64)
+        cum[:, :k] = self.cum
+        cum[:, k:] = self.cum[:, -1:, :]
         self.times, self.cum = times, cum
+
+
+def _columns(elig: Eligible) -> Columns:
+    """The eligible nodes as an index into the matrices' node axis."""
+    return elig.sl if elig.idx is None else elig.idx
 
 
 def _instant(times: list[float], cum: list[list[int]], t: float) -> int:
@@ -292,13 +309,13 @@ def _instant(times: list[float], cum: list[list[int]], t: float) -> int:
 
 
 def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.ndarray, np.ndarray]:
-    """(times (N, K), cum (3, N, K)) from free-now `base` (3, N) and (node, time, amount) steps."""
+    """(times (K, N), cum (3, K, N)) from free-now `base` (3, N) and (node, time, amount) steps."""
     xs, ts, amounts = events
     n = base.shape[1]
     if len(xs) == 0:
-        times = np.full((n, 2), INF)
-        times[:, 0] = now
-        return times, np.repeat(base[:, :, None], 2, axis=2)
+        times = np.full((2, n), INF)
+        times[0] = now
+        return times, np.repeat(base[:, None, :], 2, axis=1)
     order = np.lexsort((ts, xs))
     xs, ts, amounts = xs[order], ts[order], amounts[:, order]
     new = np.ones(len(xs), dtype=bool)
@@ -306,12 +323,12 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.nda
     starts = np.flatnonzero(new)
     ux, ut = xs[starts], ts[starts]
     summed = np.add.reduceat(amounts, starts, axis=1)
-    col = np.arange(len(ux)) - np.searchsorted(ux, ux) + 1  # ux is sorted: rank within its row
+    col = np.arange(len(ux)) - np.searchsorted(ux, ux) + 1  # ux is sorted: rank within its node
     k = int(col.max()) + 2
-    times = np.full((n, k), INF)
-    times[:, 0] = now
-    times[ux, col] = ut
-    steps = np.zeros((3, n, k), dtype=np.int64)
-    steps[:, :, 0] = base
-    steps[:, ux, col] = summed
-    return times, np.cumsum(steps, axis=2)
+    times = np.full((k, n), INF)
+    times[0] = now
+    times[col, ux] = ut
+    steps = np.zeros((3, k, n), dtype=np.int64)
+    steps[:, 0, :] = base
+    steps[:, col, ux] = summed
+    return times, np.cumsum(steps, axis=1)
