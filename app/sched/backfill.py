@@ -101,6 +101,8 @@ class BackfillPass:
         return bool(c.usable[x]) and c.queue_of[x] == job.queue and job.labels <= c.labels[x]
 
     def _release_promise(self, job: Job) -> tuple[np.ndarray, float, float] | None:
+        if not self.promised:  # the common case: no promises held
+            return None
         held = self.promised.pop(job.id, None)
         if held is not None:
             nodes, start, end = held
@@ -110,7 +112,7 @@ class BackfillPass:
 
     def _one(self, job: Job) -> None:
         promise = self._release_promise(job)
-        elig = self.cluster.eligible_for(job)
+        elig = self.cluster.eligible(job.queue, job.labels)
         self.out.examined.add(elig.key)
         never = self._never_reason(job, elig)
         if never is not None:
@@ -145,29 +147,32 @@ class BackfillPass:
         self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
 
     def _never_reason(self, job: Job, elig: Eligible) -> Reason | None:
-        shape = (elig.key, job.demand, job.nodes)
-        if shape not in self.never:
-            holds_any, holds_up = self.cluster.capacity_counts(elig, job.demand)
-            reason = None
-            if holds_any < job.nodes:
-                reason = Reason.never_fits
-            elif holds_up < job.nodes:
-                reason = Reason.node_down
-            self.never[shape] = reason
-        return self.never[shape]
+        shape = (elig.key, job.cpu, job.mem_mib, job.gpu, job.nodes)
+        try:
+            return self.never[shape]
+        except KeyError:
+            pass
+        holds_any, holds_up = self.cluster.capacity_counts(elig, job.demand)
+        reason = None
+        if holds_any < job.nodes:
+            reason = Reason.never_fits
+        elif holds_up < job.nodes:
+            reason = Reason.node_down
+        self.never[shape] = reason
+        return reason
 
     def _try_start(self, job: Job, elig: Eligible) -> tuple[np.ndarray | None, bool]:
         """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
-        d, n = job.demand, job.nodes
-        if self._dominated(elig.key, d):
+        d, n, key = job.demand, job.nodes, elig.key
+        if self._dominated(key, d):
             return None, False
-        if n > self.fitting.get((elig.key, d), n):
-            self._remember_failure(elig.key, d, n)
+        if n > self.fitting.get((key, d), n):
+            self._remember_failure(key, d, n)
             return None, False
         pos = np.flatnonzero(self.profile.fits_now(elig, d))
-        self.fitting[elig.key, d] = len(pos)
+        self.fitting[key, d] = len(pos)
         if len(pos) < n:
-            self._remember_failure(elig.key, d, n)
+            self._remember_failure(key, d, n)
             return None, False
         cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
@@ -183,9 +188,13 @@ class BackfillPass:
         return ranked, True
 
     def _dominated(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int]) -> bool:
-        c, m, g = d
-        return any(c >= fc and m >= fm and g >= fg
-                   for fc, fm, fg in self.failed_frontier.get(key, ()))
+        frontier = self.failed_frontier.get(key)
+        if frontier:
+            c, m, g = d
+            for fc, fm, fg in frontier:
+                if c >= fc and m >= fm and g >= fg:
+                    return True
+        return False
 
     def _remember_failure(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int) -> None:
         if n == 1:

@@ -61,8 +61,11 @@ class Profile:
         self.now, self.grain = now, grain
         n = free.shape[1]
         self.free = [free[r].copy() for r in range(3)]  # free now, bookings not counted
-        self.times, self.cum = _step_matrix(free.astype(np.int64), releases, now)
-        self.width = self.times.shape[0]  # instants in use (the rest is INF padding)
+        # the matrices are built at the first question about later times: a pass whose jobs all
+        # start or wait (about half of a trace replay's decisions) never needs them
+        self.sources: tuple[np.ndarray, Releases] | None = (free.astype(np.int64), releases)
+        self.times = self.cum = np.empty((0, n))
+        self.width = 0  # instants in use (the rest is INF padding)
         self.unflushed: dict[int, list[tuple[float, float, Triple]]] = {}
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
@@ -186,7 +189,15 @@ class Profile:
         self.booked[nodes] = True
         np.minimum.at(self.first_booking, nodes, start)
 
+    def _build(self) -> None:
+        if self.sources is not None:
+            base, releases = self.sources
+            self.sources = None
+            self.times, self.cum = _step_matrix(base, releases, self.now)
+            self.width = self.times.shape[0]
+
     def _flush_rows(self, nodes: np.ndarray) -> None:
+        self._build()
         if not self.unflushed:
             return
         if len(nodes) > len(self.unflushed):
@@ -206,6 +217,7 @@ class Profile:
         Every change is folded exactly once whichever question comes first, so folding all of
         them costs no more than folding the eligible rows, and spares scanning for those rows.
         """
+        self._build()
         if not self.unflushed:
             return
         rows = np.fromiter(self.unflushed, dtype=np.int64, count=len(self.unflushed))
@@ -215,6 +227,7 @@ class Profile:
             self._rebuild(np.sort(rows))
 
     def _flush_all(self) -> None:
+        self._build()
         if self.unflushed:
             self._rebuild(np.asarray(sorted(self.unflushed), dtype=np.int64))
 
@@ -267,21 +280,26 @@ class Profile:
         times = self.times[: self.width, x].tolist()
         m = bisect_left(times, INF)
         del times[m:]
-        cum = self.cum[:, :m, x].T.tolist()
-        for t0, t1, d in changes:
-            lo = _instant(times, cum, t0) if t0 > self.now else 0
+        cum = self.cum[:, :m, x].tolist()  # one list per resource
+        cpu, mem, gpu = cum
+        now = self.now
+        for t0, t1, (dc, dm, dg) in changes:
+            lo = _instant(times, cum, t0) if t0 > now else 0
             hi = _instant(times, cum, t1)
-            for col in cum[lo:hi]:
-                col[0] -= d[0]
-                col[1] -= d[1]
-                col[2] -= d[2]
+            for i in range(lo, hi):  # plain loops: rows are short, numpy calls cost more here
+                cpu[i] -= dc
+                mem[i] -= dm
+            if dg:
+                for i in range(lo, hi):
+                    gpu[i] -= dg
         k = len(times)
         while k > self.times.shape[0]:
             self._grow()
         # instants were only added, and no change reaches past the last one (its amounts stay):
         # the INF padding after instant k, and those amounts repeated there, are already right
-        self.times[:k, x] = times
-        self.cum[:, :k, x] = np.array(cum, dtype=np.int64).T
+        if k > m:
+            self.times[:k, x] = times
+        self.cum[:, :k, x] = cum
         self.width = max(self.width, min(k + 1, self.times.shape[0]))
 
     def _grow(self) -> None:
@@ -300,11 +318,13 @@ def _columns(elig: Eligible) -> Columns:
 
 
 def _instant(times: list[float], cum: list[list[int]], t: float) -> int:
-    """The index of instant t in a row held as lists, inserted (value carried over) if missing."""
+    """The index of instant t in a row held as lists (`cum`: one per resource), inserted (amounts
+    carried over) if missing."""
     k = bisect_left(times, t)
     if k == len(times) or times[k] != t:
         times.insert(k, t)
-        cum.insert(k, list(cum[k - 1]))
+        for amounts in cum:
+            amounts.insert(k, amounts[k - 1])
     return k
 
 
