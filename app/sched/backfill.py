@@ -169,7 +169,7 @@ class BackfillPass:
         if n > self.fitting.get((key, d), n):
             self._remember_failure(key, d, n)
             return None, False
-        pos = np.flatnonzero(self.profile.fits_now(elig, d))
+        pos = self.profile.fits_now(elig, d).nonzero()[0]
         self.fitting[key, d] = len(pos)
         if len(pos) < n:
             self._remember_failure(key, d, n)
@@ -178,7 +178,7 @@ class BackfillPass:
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
         ranked = self.selector.order(self.view, cand, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
-        if (self.profile.first_booking[ranked] < release).any():
+        if self._any_booked_before(ranked, release):
             n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
             ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
             ranked = self._first_clear(ranked, d, release, n)
@@ -186,6 +186,11 @@ class BackfillPass:
                 return None, True
         self.profile.start(ranked, d, release)
         return ranked, True
+
+    def _any_booked_before(self, nodes: np.ndarray, t: float) -> bool:
+        if len(nodes) == 1:  # most jobs want one node: a scalar read beats a gather
+            return bool(self.profile.first_booking[nodes[0]] < t)
+        return bool((self.profile.first_booking[nodes] < t).any())
 
     def _dominated(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int]) -> bool:
         frontier = self.failed_frontier.get(key)
