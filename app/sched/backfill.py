@@ -124,13 +124,17 @@ class BackfillPass:
         nodes, fits_free = self._try_start(job, elig)
         if nodes is not None:
             kind = StartKind.BACKFILL if self.reserved_in.get(job.queue) else StartKind.START
-            ids = tuple(self.cluster.ids[x] for x in nodes.tolist())
+            ids = self._ids(nodes)
             self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
             return
         if not (self._may_reserve(job) and self._reserve(job, elig, promise)):
             self._wait(job, *self._blocked_reason(job, fits_free))
         if self.rules.stop_at_block:
             self.stopped[job.queue] = job.id
+
+    def _ids(self, nodes: np.ndarray) -> tuple[str, ...]:
+        ids = self.cluster.ids
+        return tuple([ids[x] for x in nodes.tolist()])
 
     def _may_reserve(self, job: Job) -> bool:
         depth_left = self.reserved_in.get(job.queue, 0) < self.rules.reservation_depth
@@ -238,7 +242,7 @@ class BackfillPass:
         end = align_up(start + job.walltime_s, self.grain)
         hold_from = self.now if self.rules.reserve_from_now else start
         self.profile.book_many(nodes, hold_from, end, job.demand)
-        ids = tuple(self.cluster.ids[x] for x in nodes.tolist())
+        ids = self._ids(nodes)
         self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
         self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1
         return True

@@ -202,6 +202,9 @@ class ClusterIndex:
 
     def examined(self, keys: set[tuple[str, frozenset[str]]]) -> int:
         """How many distinct nodes the eligibility sets of `keys` cover."""
+        if len(keys) == 1:  # the common case: one set, whose nodes are distinct
+            (key,) = keys
+            return self._eligible[key].size()
         seen = np.zeros(len(self), dtype=bool)
         for key in keys:
             e = self._eligible[key]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -191,11 +192,18 @@ class Profile:
         np.minimum.at(self.first_booking, nodes, start)
 
     def _build(self) -> None:
-        if self.sources is not None:
-            base, releases = self.sources
-            self.sources = None
-            self.times, self.cum = _step_matrix(base, releases, self.now)
-            self.width = self.times.shape[0]
+        """Build the matrices from the releases and every change recorded so far, in one go."""
+        if self.sources is None:
+            return
+        base, (xs, ts, amounts) = self.sources
+        self.sources = None
+        if self.unflushed:
+            rows = list(self.unflushed)
+            add_x, add_t, add_d = self._change_steps(rows, rows, base)
+            xs, ts = np.concatenate((xs, add_x)), np.concatenate((ts, add_t))
+            amounts = np.concatenate((amounts, add_d), axis=1)
+        self.times, self.cum = _step_matrix(base, (xs, ts, amounts), self.now)
+        self.width = self.times.shape[0]
 
     def _flush_rows(self, nodes: np.ndarray) -> None:
         self._build()
@@ -241,12 +249,31 @@ class Profile:
         ev_x, ev_t = [xs], [sub_times[cols, xs]]
         ev_d = [sub_cum[:, cols, xs] - sub_cum[:, cols - 1, xs]]
         base = sub_cum[:, 0, :].copy()
-        held_i: list[int] = []  # changes already in force now: they lower the base
+        add_x, add_t, add_d = self._change_steps(rows.tolist(), range(len(rows)), base)
+        ev_x.append(add_x)
+        ev_t.append(add_t)
+        ev_d.append(add_d)
+        events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
+        times, cum = _step_matrix(base, events, self.now)
+        while times.shape[0] > self.times.shape[0]:
+            self._grow()
+        k = times.shape[0]
+        self.times[:k, rows] = times
+        self.times[k:, rows] = INF
+        self.cum[:, :k, rows] = cum
+        self.cum[:, k:, rows] = cum[:, -1:, :]
+        self.width = max(self.width, k)
+
+    def _change_steps(self, rows: list[int], at: Sequence[int], base: np.ndarray) -> Releases:
+        """Take the recorded changes of `rows` as steps at index `at` of each: those in force now
+        lower `base` (3, *) in place; each other one is a step down at t0, and each a step back up
+        at t1."""
+        held_i: list[int] = []
         held_d: list[Triple] = []
-        add_i: list[int] = []  # the others: a step down at t0, a step back up at t1
+        add_i: list[int] = []
         add_t: list[float] = []
         add_d: list[Triple] = []
-        for i, x in enumerate(rows.tolist()):
+        for i, x in zip(at, rows, strict=True):
             for t0, t1, d in self.unflushed.pop(x):
                 if t0 <= self.now:
                     held_i.append(i)
@@ -262,19 +289,8 @@ class Profile:
             idx, amounts = np.asarray(held_i), np.asarray(held_d, dtype=np.int64)
             for r in range(3):
                 np.subtract.at(base[r], idx, amounts[:, r])
-        ev_x.append(np.asarray(add_i, dtype=np.int64))
-        ev_t.append(np.asarray(add_t, dtype=float))
-        ev_d.append(np.asarray(add_d, dtype=np.int64).reshape(-1, 3).T)
-        events = (np.concatenate(ev_x), np.concatenate(ev_t), np.concatenate(ev_d, axis=1))
-        times, cum = _step_matrix(base, events, self.now)
-        while times.shape[0] > self.times.shape[0]:
-            self._grow()
-        k = times.shape[0]
-        self.times[:k, rows] = times
-        self.times[k:, rows] = INF
-        self.cum[:, :k, rows] = cum
-        self.cum[:, k:, rows] = cum[:, -1:, :]
-        self.width = max(self.width, k)
+        return (np.asarray(add_i, dtype=np.int64), np.asarray(add_t, dtype=float),
+                np.asarray(add_d, dtype=np.int64).reshape(-1, 3).T)
 
     def _fold_row(self, x: int, changes: list[tuple[float, float, Triple]]) -> None:
         """Take each change's d from node x over its [t0, t1), adding the instants it needs."""
