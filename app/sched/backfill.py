@@ -68,12 +68,19 @@ class BackfillPass:
         self.reserved_in: dict[str, int] = {}
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
         self.promised: dict[str, tuple[np.ndarray, float, float]] = {}  # job -> nodes, start, end
+        self.holds_promises = False  # whether the pass started by holding some promised slots
         self.all_nodes: dict[tuple[str, frozenset[str]], np.ndarray] = {}  # see _all_nodes
+        # per (eligibility key, demand), (release, nodes clear until then) of each job that found
+        # too few: free only shrinks and bookings only grow during a pass (promises aside), so a
+        # later job with a release as late and more nodes than that is blocked too
+        self.clear_counts: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]],
+                                list[tuple[float, int]]] = {}
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
         if self.rules.keep_promises:
             self._hold_promises(jobs)
+        self.holds_promises = bool(self.promised)
         for job in jobs:
             self._one(job)
         return self.out
@@ -178,18 +185,30 @@ class BackfillPass:
         if len(pos) < n:
             self._remember_failure(key, d, n)
             return None, False
-        cand = elig.nodes(pos)
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
+        if self._surely_blocked(key, d, n, release):
+            return None, True
+        cand = elig.nodes(pos)
         ranked = self.selector.order(self.view, cand, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
         if self._any_booked_before(ranked, release):
             n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
             ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
             ranked = self._first_clear(ranked, d, release, n)
-            if len(ranked) < n:
+            if len(ranked) < n:  # then every candidate was looked at: len(ranked) are clear
+                self.clear_counts.setdefault((key, d), []).append((release, len(ranked)))
                 return None, True
         self.profile.start(ranked, d, release)
         return ranked, True
+
+    def _surely_blocked(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int,
+                        release: float) -> bool:
+        """Whether fewer than n nodes can take d until `release` without delaying a booking, as
+        a job with the same demand and an earlier or equal release found."""
+        if self.holds_promises:  # a promise given back frees room again
+            return False
+        return any(n > count and release >= before
+                   for before, count in self.clear_counts.get((key, d), ()))
 
     def _any_booked_before(self, nodes: np.ndarray, t: float) -> bool:
         if len(nodes) == 1:  # most jobs want one node: a scalar read beats a gather
