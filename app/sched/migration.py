@@ -76,9 +76,11 @@ def _queue_totals(cluster: ClusterIndex) -> dict[str, tuple[np.ndarray, np.ndarr
     out = {}
     for q, sl in cluster.queues.items():
         cap, alloc, up = cluster.cap[:, sl], cluster.alloc[:, sl], cluster.usable[sl]
-        if not up.all():  # most queues have every node up: spare the copies a mask makes
+        # most queues have every node up: spare the copies a mask makes. The ufuncs are called
+        # directly: on a small queue, ndarray.all/sum's Python wrappers cost as much as the work
+        if not np.logical_and.reduce(up):
             cap, alloc = cap[:, up], alloc[:, up]
-        out[q] = (cap.sum(axis=1), alloc.sum(axis=1))
+        out[q] = (np.add.reduce(cap, axis=1), np.add.reduce(alloc, axis=1))
     return out
 
 

@@ -76,9 +76,9 @@ def rank(scored: Sequence[Scored]) -> list[Scored]:
 
 
 def priority_infos(ranked: Sequence[Scored]) -> tuple[PriorityInfo, ...]:
-    return tuple(
+    return tuple([
         PriorityInfo(s.job.id, s.priority, i + 1, s.factors) for i, s in enumerate(ranked)
-    )
+    ])
 
 
 ScoreFn = Callable[[Job, float], Scored]
