@@ -164,7 +164,8 @@ class ClusterIndex:
     def free_now(self) -> np.ndarray:
         """Free resources now, (3, N); nodes that are down or draining get NEG."""
         free = self.cap - self.alloc
-        free[:, ~self.usable] = NEG
+        if not np.logical_and.reduce(self.usable):  # the mask costs more than this test
+            free[:, ~self.usable] = NEG
         return free
 
     def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:

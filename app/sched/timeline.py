@@ -25,6 +25,7 @@ from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
 Releases = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, times, (3, R) amounts
+Change = tuple[float, float, Triple]  # take d over [t0, t1); t0 <= now: in force from now
 Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
 ROW_FLUSH_LIMIT = 64  # below this many changed nodes, folding rows one by one beats a rebuild
@@ -47,7 +48,7 @@ def release_time(end: float, now: float, grain: int) -> float:
 
 def release_times(ends: np.ndarray, now: float, grain: int) -> np.ndarray:
     """`release_time` for an array of ends."""
-    overrun = np.floor(now / grain) * grain + grain
+    overrun = float(math.floor(now / grain) * grain + grain)  # as release_time: no numpy scalars
     return np.where(ends <= now, overrun, np.ceil(ends / grain) * grain)
 
 
@@ -67,7 +68,8 @@ class Profile:
         self.sources: tuple[np.ndarray, Releases] | None = (free.astype(np.int64), releases)
         self.times = self.cum = np.empty((0, n))
         self.width = 0  # instants in use (the rest is INF padding)
-        self.unflushed: dict[int, list[tuple[float, float, Triple]]] = {}
+        self.unflushed: dict[int, list[Change]] = {}  # per node, changes not folded in yet
+        self.batches: list[tuple[np.ndarray, Change]] = []  # changes made before the build
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
 
@@ -173,23 +175,26 @@ class Profile:
         for r in range(3):
             if d[r]:
                 self.free[r][at] -= d[r]
-        change = (self.now, release, d)
-        for x in nodes.tolist():
-            self.unflushed.setdefault(x, []).append(change)
+        self._record(nodes, (self.now, release, d))
 
     def book(self, x: int, start: float, end: float, d: Triple) -> None:
         """Reserve d on node x over [start, end)."""
-        self.unflushed.setdefault(x, []).append((start, end, d))
+        self._record(np.array([x]), (start, end, d))
         self.booked[x] = True
         self.first_booking[x] = min(self.first_booking[x], start)
 
     def book_many(self, nodes: np.ndarray, start: float, end: float, d: Triple) -> None:
         """Reserve d on each of `nodes` over [start, end)."""
-        change = (start, end, d)
-        for x in nodes.tolist():
-            self.unflushed.setdefault(x, []).append(change)
+        self._record(nodes, (start, end, d))
         self.booked[nodes] = True
         np.minimum.at(self.first_booking, nodes, start)
+
+    def _record(self, nodes: np.ndarray, change: Change) -> None:
+        if self.sources is not None:  # no matrix yet: the build takes the whole batch at once
+            self.batches.append((nodes, change))
+            return
+        for x in nodes.tolist():
+            self.unflushed.setdefault(x, []).append(change)
 
     def _build(self) -> None:
         """Build the matrices from the releases and every change recorded so far, in one go."""
@@ -197,13 +202,34 @@ class Profile:
             return
         base, (xs, ts, amounts) = self.sources
         self.sources = None
-        if self.unflushed:
-            rows = list(self.unflushed)
-            add_x, add_t, add_d = self._change_steps(rows, rows, base)
+        if self.batches:
+            add_x, add_t, add_d = self._batch_steps(base)
             xs, ts = np.concatenate((xs, add_x)), np.concatenate((ts, add_t))
             amounts = np.concatenate((amounts, add_d), axis=1)
         self.times, self.cum = _step_matrix(base, (xs, ts, amounts), self.now)
         self.width = self.times.shape[0]
+
+    def _batch_steps(self, base: np.ndarray) -> Releases:
+        """The changes recorded before the build as steps; those in force now lower `base`."""
+        xs: list[np.ndarray] = []
+        ts: list[np.ndarray] = []
+        amounts: list[np.ndarray] = []
+        for nodes, (t0, t1, d) in self.batches:
+            k = len(nodes)
+            d_col = np.array(d, dtype=np.int64)[:, None]
+            if t0 <= self.now:
+                for r in range(3):  # a node may repeat across batches, or in a promise's list
+                    np.subtract.at(base[r], nodes, d[r])
+            else:
+                xs.append(nodes)
+                ts.append(np.full(k, t0))
+                amounts.append(np.broadcast_to(-d_col, (3, k)))
+            xs.append(nodes)
+            ts.append(np.full(k, t1))
+            amounts.append(np.broadcast_to(d_col, (3, k)))
+        self.batches = []
+        return (np.concatenate(xs).astype(np.int64, copy=False), np.concatenate(ts),
+                np.concatenate(amounts, axis=1))
 
     def _flush_rows(self, nodes: np.ndarray) -> None:
         self._build()
@@ -292,7 +318,7 @@ class Profile:
         return (np.asarray(add_i, dtype=np.int64), np.asarray(add_t, dtype=float),
                 np.asarray(add_d, dtype=np.int64).reshape(-1, 3).T)
 
-    def _fold_row(self, x: int, changes: list[tuple[float, float, Triple]]) -> None:
+    def _fold_row(self, x: int, changes: list[Change]) -> None:
         """Take each change's d from node x over its [t0, t1), adding the instants it needs."""
         times = self.times[: self.width, x].tolist()
         m = bisect_left(times, INF)
