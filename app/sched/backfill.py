@@ -26,6 +26,9 @@ MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job be
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
 
 
+_UNSEEN = object()  # a shape of job not yet judged by _never_reason
+
+
 def _always(job: Job) -> bool:
     return True
 
@@ -69,7 +72,6 @@ class BackfillPass:
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
         self.promised: dict[str, tuple[np.ndarray, float, float]] = {}  # job -> nodes, start, end
         self.holds_promises = False  # whether the pass started by holding some promised slots
-        self.all_nodes: dict[tuple[str, frozenset[str]], np.ndarray] = {}  # see _all_nodes
         # per (eligibility key, demand), (release, nodes clear until then) of each job that found
         # too few: free only shrinks and bookings only grow during a pass (promises aside), so a
         # later job with a release as late and more nodes than that is blocked too
@@ -108,8 +110,6 @@ class BackfillPass:
         return bool(c.usable[x]) and c.queue_of[x] == job.queue and job.labels <= c.labels[x]
 
     def _release_promise(self, job: Job) -> tuple[np.ndarray, float, float] | None:
-        if not self.promised:  # the common case: no promises held
-            return None
         held = self.promised.pop(job.id, None)
         if held is not None:
             nodes, start, end = held
@@ -118,10 +118,12 @@ class BackfillPass:
         return held
 
     def _one(self, job: Job) -> None:
-        promise = self._release_promise(job)
+        promise = self._release_promise(job) if self.promised else None
         elig = self.cluster.eligible(job.queue, job.labels)
         self.out.examined.add(elig.key)
-        never = self._never_reason(job, elig)
+        never = self.never.get((elig.key, job.cpu, job.mem_mib, job.gpu, job.nodes), _UNSEEN)
+        if never is _UNSEEN:
+            never = self._never_reason(job, elig)
         if never is not None:
             self._wait(job, never, _never_detail(job, never))
             return
@@ -158,11 +160,8 @@ class BackfillPass:
         self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
 
     def _never_reason(self, job: Job, elig: Eligible) -> Reason | None:
+        """Why the job can never start here (None: it can), remembered per shape of job."""
         shape = (elig.key, job.cpu, job.mem_mib, job.gpu, job.nodes)
-        try:
-            return self.never[shape]
-        except KeyError:
-            pass
         holds_any, holds_up = self.cluster.capacity_counts(elig, job.demand)
         reason = None
         if holds_any < job.nodes:
@@ -270,7 +269,7 @@ class BackfillPass:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
         if self.rules.one_reservation_per_node:  # booked nodes are out; the rest only grow
             times = self.profile.first_cover(elig, job.demand)
-            nodes = self._all_nodes(elig)
+            nodes = self.cluster.nodes_of(elig)
             times[self.profile.booked[nodes]] = INF
         else:
             times, nodes = self._earliest_times(job, elig)
@@ -321,7 +320,7 @@ class BackfillPass:
         """
         n, d, grain = job.nodes, job.demand, self.grain
         bound = self.profile.first_cover(elig, d, head=HEAD_COLUMNS)
-        nodes = self._all_nodes(elig)
+        nodes = self.cluster.nodes_of(elig)
         first_booking = elig.take(self.profile.first_booking)
         partial = bound < 0  # not covered within the head: -bound is only a lower bound
         with np.errstate(invalid="ignore"):
@@ -342,15 +341,6 @@ class BackfillPass:
         if len(doubt):
             self._exact_best_first(job, nodes, bound, times, doubt)
         return times, nodes
-
-    def _all_nodes(self, elig: Eligible) -> np.ndarray:
-        """Every eligible node's index, in order (read-only: shared by the pass's searches)."""
-        found = self.all_nodes.get(elig.key)
-        if found is None:
-            found = elig.nodes(np.arange(elig.size()))
-            found.setflags(write=False)
-            self.all_nodes[elig.key] = found
-        return found
 
     def _exact_best_first(self, job: Job, nodes: np.ndarray, bound: np.ndarray,
                           times: np.ndarray, doubt: np.ndarray) -> None:

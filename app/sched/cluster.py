@@ -9,7 +9,7 @@ copy) and never at the whole cluster.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
@@ -48,7 +48,9 @@ class NodeColumns:
     A caller that decides many times over one machine (the replay) builds this once, then changes
     only `alloc` and `held` between calls, so no decision rebuilds it from records. `cap`, `alloc`:
     int64 (3, N); row order cpu, mem, gpu. `held`: one entry per running job and node it holds, its
-    expected end, and the amounts it holds there; the entries' order does not matter.
+    expected end, and the amounts it holds there; the entries' order does not matter. What the
+    decisions derive from the other columns (eligible sets, capacity types) is kept here too, so
+    such a caller's decisions derive it once.
     """
 
     ids: list[str]
@@ -62,6 +64,10 @@ class NodeColumns:
     cpu_load: np.ndarray
     cpu_ghz: np.ndarray
     held: Held
+    eligible: dict[tuple[str, frozenset[str]], Eligible] = field(default_factory=dict)
+    cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, int, int, int, int]]] = field(
+        default_factory=dict)
+    eligible_nodes: dict[tuple[str, frozenset[str]], np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def of(cls, nodes: Sequence[Node], running: Sequence[RunningJob]) -> NodeColumns:
@@ -136,8 +142,9 @@ class ClusterIndex:
         self.held = cols.held
         self.whole: WholeCluster | None = snapshot.whole
         self.nodes_total = len(self.ids) if snapshot.whole is None else snapshot.whole.nodes
-        self._eligible: dict[tuple[str, frozenset[str]], Eligible] = {}
-        self._cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, ...]]] = {}
+        self._eligible = cols.eligible
+        self._cap_types = cols.cap_types
+        self._eligible_nodes = cols.eligible_nodes
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -148,6 +155,15 @@ class ClusterIndex:
         if found is None:
             found = self._make_eligible(key)
             self._eligible[key] = found
+        return found
+
+    def nodes_of(self, elig: Eligible) -> np.ndarray:
+        """Every node index of `elig`, in order (read-only: shared by every search)."""
+        found = self._eligible_nodes.get(elig.key)
+        if found is None:
+            found = elig.nodes(np.arange(elig.size()))
+            found.setflags(write=False)
+            self._eligible_nodes[elig.key] = found
         return found
 
     def eligible_for(self, job: Job) -> Eligible:
