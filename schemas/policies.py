@@ -67,6 +67,11 @@ class PriorityParams(CommonParams):
     selector: SelectorName = "evaluation"
     reservation_depth: int = Field(UNLIMITED, ge=0)
     order: Literal["weighted", "fcfs", "sjf", "f1"] = "weighted"
+    backfill_order: Literal["priority", "sjf"] = Field(
+        "priority",
+        description="once a queue's reservations are made, try the jobs left to backfill in priority "
+        "order or shortest estimate first (EASY-SJBF; with predicted run times, Tsafrir's EASY++)",
+    )
     preset_weight: float = 1.0
     user_weight: float = Field(1.0, description="k1")
     queue_weight: float = Field(1.0, description="k2")

@@ -98,6 +98,8 @@ def common_params(draw: st.DrawFn) -> dict[str, object]:
         "selector": draw(st.sampled_from(["first_fit", "least_load", "evaluation", "fragment"])),
         "time_grain_s": draw(st.sampled_from([1, 60, 300])),
         "queue_depth": draw(st.sampled_from([100_000, 100_000, 5])),
+        "order": draw(st.sampled_from(["weighted", "fcfs", "sjf", "f1"])),  # priority only
+        "backfill_order": draw(st.sampled_from(["priority", "sjf"])),  # priority only
         "migration": None if mig is None else P.MigrationParams(
             mode=mig, threshold=draw(st.sampled_from([0.3, 0.85])),
             weight=draw(st.sampled_from([0.0, 1.0]))),

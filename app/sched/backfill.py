@@ -41,6 +41,9 @@ class PassRules:
     reserve_from_now: bool = False  # firstfit: reserved resources are withheld from now on
     keep_promises: bool = False  # conservative: a job is never planned later than its promise
     may_reserve: Callable[[Job], bool] = _always
+    # once a queue has made its reservations, its remaining jobs (who can only start or wait) are
+    # tried in this order instead of the priority order (None: priority order)
+    backfill_key: Callable[[Job], tuple[object, ...]] | None = None
 
 
 @dataclass(slots=True)
@@ -83,8 +86,20 @@ class BackfillPass:
         if self.rules.keep_promises:
             self._hold_promises(jobs)
         self.holds_promises = bool(self.promised)
+        key = self.rules.backfill_key
+        if key is None:
+            for job in jobs:
+                self._one(job)
+            return self.out
+        left: dict[str, list[Job]] = {}  # per queue, the jobs met once its reservations were made
         for job in jobs:
-            self._one(job)
+            if job.queue in left or self.reserved_in.get(job.queue, 0) >= self.rules.reservation_depth:
+                left.setdefault(job.queue, []).append(job)
+            else:
+                self._one(job)
+        for queue_jobs in left.values():  # a queue's nodes are its own: queues do not interact
+            for job in sorted(queue_jobs, key=key):  # stable: ties keep the priority order
+                self._one(job)
         return self.out
 
     def _hold_promises(self, jobs: Sequence[Job]) -> None:

@@ -74,6 +74,7 @@ class PriorityParams(CommonParams):
     selector: str = "evaluation"
     reservation_depth: int = UNLIMITED
     order: str = "weighted"  # weighted | fcfs | sjf | f1
+    backfill_order: str = "priority"  # priority | sjf: the order of the jobs left to backfill
     preset_weight: float = 1.0
     user_weight: float = 1.0  # k1
     queue_weight: float = 1.0  # k2

@@ -223,3 +223,22 @@ def test_priority_with_node_evaluation_reaches_the_cap_sooner() -> None:
     assert set(reserved(auto)) == {"A"}
     fixed = decide(snap, jobs, "priority", PriorityParams(resource_evaluation=1.0))
     assert reserved(fixed) == {} and reasons(fixed) == {"A": Reason.resources}
+
+
+def test_shortest_backfill_first_picks_the_shorter_of_two_rivals() -> None:
+    """EASY-SJBF: behind the reserved head, the shorter of two jobs competing for n2 goes first.
+
+    n1 is full until 9000, n2 is free; A wants both nodes (reserved at 9000). B (3000 s) and C (1000 s)
+    each want all of n2 and both end before 9000; in priority order B takes n2, shortest first C does.
+    """
+    from app.sched.params import PriorityParams
+
+    snap = snapshot([node("n1"), node("n2")], [running("r1", {"n1": (4, 0, 0)}, 9000)])
+    jobs = [job("A", 1, 3600, nodes=2, cpu=4), job("B", 2, 3000, cpu=4), job("C", 3, 1000, cpu=4)]
+    common = dict(order="fcfs", reservation_depth=1, selector="first_fit", time_grain_s=1)
+    plain = decide(snap, jobs, "priority", PriorityParams(**common))
+    sjbf = decide(snap, jobs, "priority", PriorityParams(**common, backfill_order="sjf"))
+    assert reserved(plain) == reserved(sjbf) == {"A": (("n1", "n2"), 9000.0)}
+    assert starts(plain) == {"B": (("n2",), StartKind.BACKFILL)}
+    assert starts(sjbf) == {"C": (("n2",), StartKind.BACKFILL)}
+    assert reasons(sjbf) == {"B": Reason.resources}

@@ -3,7 +3,8 @@
 P = min(w·Y + k1·p_user + k2·p_queue + k3·t_wait(min)·E, P_max), VIP first. A blocked job is
 reserved only once P reaches P_max or it has waited `reserve_after_wait_s`; until then lower
 jobs that fit may start, and while reservations exist they backfill into the gaps.
-`order` may replace the weighted order by fcfs, sjf or f1 (Carastan-Neto et al. 2017).
+`order` may replace the weighted order by fcfs, sjf or f1 (Carastan-Neto et al. 2017);
+`backfill_order=sjf` tries the jobs left once the reservations are made shortest first (EASY-SJBF).
 """
 
 from __future__ import annotations
@@ -47,7 +48,13 @@ class PriorityPolicy(BasePolicy):
             capped = scores[job.id].factors["capped"] > 0
             return capped or now - job.submit_time >= p.reserve_after_wait_s
 
-        return PassRules(reservation_depth=p.reservation_depth, may_reserve=starving)
+        key = _shortest_first if p.backfill_order == "sjf" else None
+        return PassRules(reservation_depth=p.reservation_depth, may_reserve=starving, backfill_key=key)
+
+
+def _shortest_first(job: Job) -> tuple[bool, float]:
+    """Natives before migrated jobs, then the shortest estimate."""
+    return job.migrated, job.walltime_s
 
 
 def _best_evaluation(job: Job, cluster: ClusterIndex, view: NodeView) -> float:
