@@ -44,8 +44,9 @@ JsonOut = Annotated[Path, typer.Option("--json", help="write the metrics here")]
 Policy = Annotated[str, typer.Option(help="policy name")]
 PolicyList = Annotated[str, typer.Option(help="comma-separated policy names")]
 PlotDir = Annotated[Path, typer.Option(help="folder for the PNG plots")]
-Predict = Annotated[bool, typer.Option(help="tell the scheduler predicted run times (the mean of the user's "
-                                            "last two, at most the request) instead of the requests")]
+Predict = Annotated[bool, typer.Option(help="tell the scheduler predicted run times (the request scaled by "
+                                            "the user's last two run/request ratios, at most the request) "
+                                            "instead of the requests")]
 Split = Annotated[bool, typer.Option(help="split the nodes among the trace's queues (median job width "
                                           "each, the rest by share of the work)")]
 QueueNodes = Annotated[str | None, typer.Option(help="nodes per trace queue, e.g. normal=64,low=40,high=24 "

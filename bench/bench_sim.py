@@ -34,7 +34,7 @@ from bench.common import finish  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRACES = ROOT.parent / "shared" / "data" / "traces"
-# F1 with EASY backfilling (the literature's strongest heuristic order), then the same told predicted run times
+# F1 with EASY backfilling (the literature's strongest heuristic order), then the same told predictions
 F1_EASY = 'priority:order=f1;reservation_depth=1;selector="first_fit"'
 POLICIES = f"fcfs,firstfit,easy,conservative,memory_backfill,priority,{F1_EASY},{F1_EASY};predicted=true"
 SPLIT_POLICIES = 'easy,easy:migration={"mode":"static"},easy:migration={"mode":"dynamic"}'

@@ -53,8 +53,9 @@ class SimulateRequest(Strict):
     policy: PolicySpec = Field(default_factory=EasyPolicy)
     machine: MachineIn = MachineIn()
     predict_runtimes: bool = Field(
-        False, description="tell the scheduler predicted run times (the mean of the user's last two, at most "
-        "the request) instead of the requests; jobs are still killed at their request")
+        False, description="tell the scheduler predicted run times (the request scaled by the mean of the "
+        "user's last two run/request ratios, at most the request) instead of the requests; jobs are "
+        "still killed at their request")
 
 
 class SimulateResponse(BaseModel):

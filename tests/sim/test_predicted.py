@@ -1,6 +1,7 @@
-"""Predicted run times (Tsafrir et al. 2007): the scheduler is told the mean of the user's last two run
-times instead of the request, and a job is still killed at its request. Exact starts on a hand trace,
-what a wrong prediction costs, and the invariants of a real trace's replay."""
+"""Predicted run times (after Tsafrir et al. 2007): the scheduler is told the request scaled by the mean
+of the user's last two run/request ratios instead of the request, and a job is still killed at its
+request. Exact starts on a hand trace, what a wrong prediction costs, and the invariants of a real
+trace's replay."""
 
 from __future__ import annotations
 
@@ -46,15 +47,18 @@ def test_a_wrong_prediction_delays_the_reservation_and_the_job_is_told_its_reque
     assert got["4"] == (22, 222) and got["3"] == (222, 232)
 
 
-def test_predictor_uses_the_last_two_runs_never_above_the_request() -> None:
+def test_predictor_scales_the_request_by_the_last_two_ratios_never_above_it() -> None:
     p = Predictor()
     job = SimJob("x", 0, 50, 300, 1, 1, 1, 0, "", "u")
-    assert p.told(job) == 300
-    for ran in (100, 400, 200):
+    assert p.told(job) == 300  # no history: the request
+    for ran in (100, 400, 200):  # ratios 1/3, 4/3, 2/3 of the 300 s request
         p.ended(job, ran)
-    assert p.told(job) == 300  # mean of 400 and 200, capped at the request
-    p.ended(job, 20)
-    assert p.told(job) == 110
+    assert p.told(job) == 300  # mean ratio of the last two is 1: the request
+    p.ended(job, 20)  # ratios 2/3 and 1/15: mean 11/30
+    assert p.told(job) == pytest.approx(110)
+    big = SimJob("y", 0, 50, 3000, 1, 1, 1, 0, "", "u")
+    assert p.told(big) == pytest.approx(1100)  # the same ratio of a larger request
+    assert p.told(SimJob("z", 0, 50, 3000, 1, 1, 1, 0, "", "v")) == 3000  # another user: no history
 
 
 @pytest.mark.parametrize("params", [EASY, PriorityParams(time_grain_s=1, order="f1", reservation_depth=1,
@@ -67,4 +71,4 @@ def test_real_trace_with_predictions(params: EasyParams) -> None:
     check_capacity(result.records, w.machine)
     for r in result.records:
         assert r.start >= r.job.submit and r.end == r.start + min(r.job.run, r.job.estimate)
-    assert any("mean of the user's last two" in n for n in result.notes)
+    assert any("the user's last two run/request ratios" in n for n in result.notes)
