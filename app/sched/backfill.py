@@ -71,7 +71,9 @@ class BackfillPass:
         # per eligibility key, minimal single-node demands that found no node: free only shrinks
         # during a pass, so any demand at least as large on every resource fails too
         self.failed_frontier: dict[tuple[str, frozenset[str]], list[tuple[int, int, int]]] = {}
-        self.reserved_in: dict[str, int] = {}
+        self.reserved_in: dict[str, int] = {}  # only grows: a queue out of depth stays out
+        self.depth = rules.reservation_depth
+        self.short_reasons: dict[str, tuple[Reason, str]] = {}  # per queue, why a job lacking room waits
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
         self.promised: dict[str, tuple[np.ndarray, float, float]] = {}  # job -> nodes, start, end
         self.holds_promises = False  # whether the pass started by holding some promised slots
@@ -135,48 +137,59 @@ class BackfillPass:
     def _one(self, job: Job) -> None:
         promise = self._release_promise(job) if self.promised else None
         elig = self.cluster.eligible(job.queue, job.labels)
-        self.out.examined.add(elig.key)
-        never = self.never.get((elig.key, job.cpu, job.mem_mib, job.gpu, job.nodes), _UNSEEN)
+        key, d, n = elig.key, (job.cpu, job.mem_mib, job.gpu), job.nodes
+        self.out.examined.add(key)
+        never = self.never.get((key, d, n), _UNSEEN)
         if never is _UNSEEN:
             never = self._never_reason(job, elig)
         if never is not None:
             self._wait(job, never, _never_detail(job, never))
-            return
-        if job.queue in self.stopped:
+        elif job.queue in self.stopped:
             self._wait(job, Reason.priority, f"behind job {self.stopped[job.queue]} in its queue")
-            return
-        nodes, fits_free = self._try_start(job, elig)
-        if nodes is not None:
-            kind = StartKind.BACKFILL if self.reserved_in.get(job.queue) else StartKind.START
-            ids = self._ids(nodes)
-            self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
-            return
-        if not (self._may_reserve(job) and self._reserve(job, elig, promise)):
-            self._wait(job, *self._blocked_reason(job, fits_free))
+        elif self._short_of_free(key, d, n):  # most jobs of a busy machine end here
+            self._reserve_or_wait(job, elig, promise, False)
+        else:
+            nodes, fits_free = self._try_start(job, elig, key, d, n)
+            if nodes is None:
+                self._reserve_or_wait(job, elig, promise, fits_free)
+            else:
+                kind = StartKind.BACKFILL if self.reserved_in.get(job.queue) else StartKind.START
+                ids = self._ids(nodes)
+                self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
+
+    def _reserve_or_wait(self, job: Job, elig: Eligible,
+                         promise: tuple[np.ndarray, float, float] | None, fits_free: bool) -> None:
+        """A job that cannot start now reserves, if the policy and its queue's depth allow it,
+        or waits, with the reason."""
+        queue = job.queue
+        depth_left = self.reserved_in.get(queue, 0) < self.depth
+        if not (depth_left and self.rules.may_reserve(job) and self._reserve(job, elig, promise)):
+            if fits_free:
+                self._wait(job, Reason.blocked_by_reservation, "fits now, but would delay a reservation")
+            else:
+                self._wait(job, *(self.short_reasons.get(queue) or self._short_reason(queue)))
         if self.rules.stop_at_block:
-            self.stopped[job.queue] = job.id
+            self.stopped[queue] = job.id
+
+    def _short_reason(self, queue: str) -> tuple[Reason, str]:
+        """Why a job of `queue` that finds too few nodes with its demand free waits."""
+        if queue in self.overloaded:
+            found = Reason.queue_overloaded, f"queue {queue} is over its load threshold"
+        else:
+            found = Reason.resources, "waiting for resources"
+        self.short_reasons[queue] = found
+        return found
 
     def _ids(self, nodes: np.ndarray) -> tuple[str, ...]:
         ids = self.cluster.ids
         return tuple([ids[x] for x in nodes.tolist()])
-
-    def _may_reserve(self, job: Job) -> bool:
-        depth_left = self.reserved_in.get(job.queue, 0) < self.rules.reservation_depth
-        return depth_left and self.rules.may_reserve(job)
-
-    def _blocked_reason(self, job: Job, fits_free: bool) -> tuple[Reason, str]:
-        if fits_free:
-            return Reason.blocked_by_reservation, "fits now, but would delay a reservation"
-        if job.queue in self.overloaded:
-            return Reason.queue_overloaded, f"queue {job.queue} is over its load threshold"
-        return Reason.resources, "waiting for resources"
 
     def _wait(self, job: Job, reason: Reason, detail: str) -> None:
         self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
 
     def _never_reason(self, job: Job, elig: Eligible) -> Reason | None:
         """Why the job can never start here (None: it can), remembered per shape of job."""
-        shape = (elig.key, job.cpu, job.mem_mib, job.gpu, job.nodes)
+        shape = (elig.key, job.demand, job.nodes)
         holds_any, holds_up = self.cluster.capacity_counts(elig, job.demand)
         reason = None
         if holds_any < job.nodes:
@@ -186,14 +199,24 @@ class BackfillPass:
         self.never[shape] = reason
         return reason
 
-    def _try_start(self, job: Job, elig: Eligible) -> tuple[np.ndarray | None, bool]:
-        """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
-        d, n, key = job.demand, job.nodes, elig.key
-        if self._dominated(key, d):
-            return None, False
+    def _short_of_free(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int) -> bool:
+        """Whether fewer than n eligible nodes have d free now, as an earlier job of this pass
+        found: free only shrinks during a pass, so what lacked room then lacks it now (for one
+        node, any demand at least as large on every resource as one that found none)."""
+        frontier = self.failed_frontier.get(key)
+        if frontier:
+            c, m, g = d
+            for fc, fm, fg in frontier:
+                if c >= fc and m >= fm and g >= fg:
+                    return True
         if n > self.fitting.get((key, d), n):
             self._remember_failure(key, d, n)
-            return None, False
+            return True
+        return False
+
+    def _try_start(self, job: Job, elig: Eligible, key: tuple[str, frozenset[str]],
+                   d: tuple[int, int, int], n: int) -> tuple[np.ndarray | None, bool]:
+        """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
         pos = self.profile.fits_now(elig, d).nonzero()[0]
         self.fitting[key, d] = len(pos)
         if len(pos) < n:
@@ -228,15 +251,6 @@ class BackfillPass:
         if len(nodes) == 1:  # most jobs want one node: a scalar read beats a gather
             return bool(self.profile.first_booking[nodes[0]] < t)
         return bool((self.profile.first_booking[nodes] < t).any())
-
-    def _dominated(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int]) -> bool:
-        frontier = self.failed_frontier.get(key)
-        if frontier:
-            c, m, g = d
-            for fc, fm, fg in frontier:
-                if c >= fc and m >= fm and g >= fg:
-                    return True
-        return False
 
     def _remember_failure(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int) -> None:
         if n == 1:
@@ -306,8 +320,8 @@ class BackfillPass:
         finite = times[np.isfinite(times)]
         if len(finite) < n:
             return None
-        nth = np.partition(finite, n - 1)[n - 1]
-        for t in np.unique(finite[finite >= nth])[:MAX_INSTANTS_TRIED].tolist():
+        finite.sort()  # a copy: the instants from the n-th smallest on are the candidates
+        for t in _distinct(finite[n - 1:])[:MAX_INSTANTS_TRIED].tolist():
             chosen = self._feasible_at(job, t, nodes, times)
             if chosen is not None:
                 return t, chosen
@@ -404,3 +418,11 @@ def _never_detail(job: Job, reason: Reason) -> str:
     if reason == Reason.never_fits:
         return f"no node of queue {job.queue}{labels} can ever hold {need}"
     return f"only nodes that are down or draining can hold {need}"
+
+
+def _distinct(ordered: np.ndarray) -> np.ndarray:
+    """The distinct values of a sorted array, in order (np.unique without its sort)."""
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
