@@ -350,8 +350,10 @@ class BackfillPass:
         n, d, grain = job.nodes, job.demand, self.grain
         bound = self.profile.first_cover(elig, d, head=HEAD_COLUMNS)
         nodes = self.cluster.nodes_of(elig)
-        first_booking = elig.take(self.profile.first_booking)
         partial = bound < 0  # not covered within the head: -bound is only a lower bound
+        if not self.profile.any_booking and not partial.any():
+            return bound, nodes  # every node searched to its end, and none booked: all exact
+        first_booking = elig.take(self.profile.first_booking)
         with np.errstate(invalid="ignore"):
             ends = np.ceil((bound + job.walltime_s) / grain) * grain
         clear = first_booking >= ends
@@ -401,7 +403,7 @@ class BackfillPass:
         """
         end = align_up(t + job.walltime_s, self.grain)
         ok = times <= t
-        if job.nodes > 1:
+        if job.nodes > 1 and self.profile.any_booking:  # else no node is booked before the end
             recheck = np.flatnonzero(ok & (self.profile.first_booking[nodes] < end))
             if len(recheck):
                 ok[recheck] = self.profile.holds_over(nodes[recheck], job.demand, t, end)

@@ -72,6 +72,7 @@ class Profile:
         self.batches: list[tuple[np.ndarray, Change]] = []  # changes made before the build
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
+        self.any_booking = False  # whether anything was booked yet (first_booking all INF until then)
 
     # --- questions ------------------------------------------------------------------------------
     def fits_now(self, elig: Eligible, d: Triple) -> np.ndarray:
@@ -182,12 +183,14 @@ class Profile:
         self._record(np.array([x]), (start, end, d))
         self.booked[x] = True
         self.first_booking[x] = min(self.first_booking[x], start)
+        self.any_booking = True
 
     def book_many(self, nodes: np.ndarray, start: float, end: float, d: Triple) -> None:
         """Reserve d on each of `nodes` over [start, end)."""
         self._record(nodes, (start, end, d))
         self.booked[nodes] = True
         np.minimum.at(self.first_booking, nodes, start)
+        self.any_booking = True
 
     def _record(self, nodes: np.ndarray, change: Change) -> None:
         if self.sources is not None:  # no matrix yet: the build takes the whole batch at once
