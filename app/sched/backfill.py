@@ -82,6 +82,11 @@ class BackfillPass:
         # later job with a release as late and more nodes than that is blocked too
         self.clear_counts: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]],
                                 list[tuple[float, int]]] = {}
+        # per node, the start and demand of its earliest booking by `_reserve` (made at the first):
+        # bookings only take, so while no promise is given back a node has at most its capacity
+        # minus that demand free while that booking holds
+        self.take_start: np.ndarray | None = None
+        self.take = np.zeros((3, 0), dtype=np.int64)
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
@@ -268,6 +273,8 @@ class BackfillPass:
         """
         doubtful = np.flatnonzero(self.profile.first_booking[ranked] < release)
         ok = np.ones(len(ranked), dtype=bool)
+        if len(doubtful) and self.take_start is not None and not self.holds_promises:
+            doubtful = self._drop_sure_failures(ranked, doubtful, d, release, ok)
         done, chunk = 0, max(16, 2 * n)
         while done < len(doubtful):
             part = doubtful[done : done + chunk]
@@ -277,6 +284,28 @@ class BackfillPass:
             if np.count_nonzero(ok[:settled]) >= n:
                 break
         return ranked[ok][:n]
+
+    def _drop_sure_failures(self, ranked: np.ndarray, doubtful: np.ndarray, d: tuple[int, int, int],
+                            release: float, ok: np.ndarray) -> np.ndarray:
+        """Mark not ok the doubtful nodes whose earliest booking starts before `release` and leaves
+        less than d of their capacity (so d cannot be free there while it holds, within the job's
+        window); the doubtful nodes left."""
+        x = ranked[doubtful]
+        short = (self.cluster.cap[:, x] - self.take[:, x] < np.array(d)[:, None]).any(axis=0)
+        short &= self.take_start[x] < release
+        ok[doubtful[short]] = False
+        return doubtful[~short]
+
+    def _note_take(self, nodes: np.ndarray, start: float, end: float, d: tuple[int, int, int]) -> None:
+        """Remember the booking of d on `nodes` over [start, end) where it starts earliest."""
+        if end <= max(start, self.now):  # an empty booking takes nothing
+            return
+        if self.take_start is None:
+            self.take_start = np.full(len(self.cluster), INF)
+            self.take = np.zeros((3, len(self.cluster)), dtype=np.int64)
+        first = nodes[self.take_start[nodes] > start]
+        self.take_start[first] = start
+        self.take[:, first] = np.array(d, dtype=np.int64)[:, None]
 
     def _reserve(self, job: Job, elig: Eligible,
                  promise: tuple[np.ndarray, float, float] | None = None) -> bool:
@@ -289,6 +318,7 @@ class BackfillPass:
         end = align_up(start + job.walltime_s, self.grain)
         hold_from = self.now if self.rules.reserve_from_now else start
         self.profile.book_many(nodes, hold_from, end, job.demand)
+        self._note_take(nodes, hold_from, end, job.demand)
         ids = self._ids(nodes)
         self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
         self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1
