@@ -74,6 +74,9 @@ class BackfillPass:
         self.reserved_in: dict[str, int] = {}  # only grows: a queue out of depth stays out
         self.depth = rules.reservation_depth
         self.short_reasons: dict[str, tuple[Reason, str]] = {}  # per queue, why a job lacking room waits
+        # per (queue, labels, cpu, mem, gpu): (nodes with it free at most, nodes up that can hold
+        # it, reason, detail) once its queue reserves no more (see _note_stuck)
+        self.stuck: dict[tuple[object, ...], tuple[int, int, Reason, str]] = {}
         self.stopped: dict[str, str] = {}  # queue -> id of the job that stopped it (fcfs)
         self.promised: dict[str, tuple[np.ndarray, float, float]] = {}  # job -> nodes, start, end
         self.holds_promises = False  # whether the pass started by holding some promised slots
@@ -140,6 +143,11 @@ class BackfillPass:
         return held
 
     def _one(self, job: Job) -> None:
+        if not self.promised:  # (a promise must be given back first)
+            stuck = self.stuck.get((job.queue, job.labels, job.cpu, job.mem_mib, job.gpu))
+            if stuck is not None and stuck[0] < job.nodes <= stuck[1]:
+                self.out.pending.append(Pending(job.id, job.queue, stuck[2], None, stuck[3]))
+                return
         promise = self._release_promise(job) if self.promised else None
         elig = self.cluster.eligible(job.queue, job.labels)
         key, d, n = elig.key, (job.cpu, job.mem_mib, job.gpu), job.nodes
@@ -153,6 +161,8 @@ class BackfillPass:
             self._wait(job, Reason.priority, f"behind job {self.stopped[job.queue]} in its queue")
         elif self._short_of_free(key, d, n):  # most jobs of a busy machine end here
             self._reserve_or_wait(job, elig, promise, False)
+            if not self.rules.stop_at_block and self.reserved_in.get(job.queue, 0) >= self.depth:
+                self._note_stuck(job, elig, d)
         else:
             nodes, fits_free = self._try_start(job, elig, key, d, n)
             if nodes is None:
@@ -175,6 +185,17 @@ class BackfillPass:
                 self._wait(job, *(self.short_reasons.get(queue) or self._short_reason(queue)))
         if self.rules.stop_at_block:
             self.stopped[queue] = job.id
+
+    def _note_stuck(self, job: Job, elig: Eligible, d: tuple[int, int, int]) -> None:
+        """Remember that jobs of this queue, labels and demand wanting more nodes than have it free
+        now (and no more than can ever hold it, among those up) wait for room: free only shrinks,
+        the queue's depth stays used and no job stops the queue (fcfs) during the pass, so the
+        whole of `_one` would find that again."""
+        key = elig.key
+        free_bound = 0 if self._dominated(key, d) else self.fitting[key, d]
+        holds_up = self.cluster.capacity_counts(elig, d)[1]
+        reason, detail = self.short_reasons.get(job.queue) or self._short_reason(job.queue)
+        self.stuck[job.queue, job.labels, *d] = (free_bound, holds_up, reason, detail)
 
     def _short_reason(self, queue: str) -> tuple[Reason, str]:
         """Why a job of `queue` that finds too few nodes with its demand free waits."""
@@ -208,15 +229,20 @@ class BackfillPass:
         """Whether fewer than n eligible nodes have d free now, as an earlier job of this pass
         found: free only shrinks during a pass, so what lacked room then lacks it now (for one
         node, any demand at least as large on every resource as one that found none)."""
+        if self._dominated(key, d):
+            return True
+        if n > self.fitting.get((key, d), n):
+            self._remember_failure(key, d, n)
+            return True
+        return False
+
+    def _dominated(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int]) -> bool:
         frontier = self.failed_frontier.get(key)
         if frontier:
             c, m, g = d
             for fc, fm, fg in frontier:
                 if c >= fc and m >= fm and g >= fg:
                     return True
-        if n > self.fitting.get((key, d), n):
-            self._remember_failure(key, d, n)
-            return True
         return False
 
     def _try_start(self, job: Job, elig: Eligible, key: tuple[str, frozenset[str]],
