@@ -123,12 +123,14 @@ def policy_labels(policies: str) -> list[str]:
 
 def _queue_nodes(text: str) -> dict[str, int]:
     """"normal=64,low=40" -> {"normal": 64, "low": 40}."""
-    out = {}
+    out: dict[str, int] = {}
     for pair in text.split(","):
-        name, sep, count = pair.partition("=")
-        if not sep or not count.strip().isdigit():
+        name, sep, count = (part.strip() for part in pair.partition("="))
+        if not name or not sep or not count.isdigit():
             raise typer.BadParameter(f"{pair!r}: expected queue=nodes", param_hint="--queue-nodes")
-        out[name.strip()] = int(count)
+        if name in out:
+            raise typer.BadParameter(f"queue {name!r} is given twice", param_hint="--queue-nodes")
+        out[name] = int(count)
     return out
 
 

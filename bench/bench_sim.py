@@ -57,7 +57,9 @@ def rows_for(trace: Path, policies: list[str], jobs: int | None,
     if split_policies and len({j.trace_queue for j in w.jobs} - {""}) > 1:
         split = partitioned(w)
         shared = Workload(replace(split.machine, queues=()), split.jobs, split.notes)
-        console.print(f"  {trace.name} split: {dict(split.machine.queues)}; {split.notes[-1]}")
+        left_out = split.notes[len(w.notes):]  # partitioned's note, when it left jobs out
+        said = "; ".join(left_out) or "no job left out"
+        console.print(f"  {trace.name} split: {dict(split.machine.queues)}; {said}")
         where = f"split {len(split.machine.queues)} queues"
         rows.append(row(trace, shared, "one partition, same jobs", split_policies[0]))
         rows += [row(trace, split, where, label) for label in split_policies]

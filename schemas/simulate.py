@@ -19,8 +19,8 @@ class MachineIn(Strict):
         "`policy.params.migration`): each queue gets its median job width, the rest by its share of the "
         "work; jobs wider than their queue's partition are left out and counted in `notes`")
     queue_nodes: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
-        None, description="nodes per trace queue (implies split_queues; every queue of the trace must "
-        "be named); `nodes`, if given, must be their sum")
+        None, min_length=1, description="nodes per trace queue (implies split_queues; every queue of the "
+        "trace must be named); `nodes`, if given, must be their sum")
 
 
 class SimJobIn(Strict):

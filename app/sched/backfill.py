@@ -103,7 +103,7 @@ class BackfillPass:
             return self.out
         left: dict[str, list[Job]] = {}  # per queue, the jobs met once its reservations were made
         for job in jobs:
-            if job.queue in left or self.reserved_in.get(job.queue, 0) >= self.rules.reservation_depth:
+            if job.queue in left or self.reserved_in.get(job.queue, 0) >= self.depth:
                 left.setdefault(job.queue, []).append(job)
             else:
                 self._one(job)

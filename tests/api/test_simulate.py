@@ -94,9 +94,9 @@ def test_bad_splits_are_422(client: Client) -> None:
         assert r.status_code == 422, r.text
         d = r.json()["detail"][0]
         assert d["loc"] == ["body", "machine", field] and words in d["msg"], d
-    zero = {"queue_nodes": {"q1": 0, "q2": 4}}
-    r = client.post("/simulate", json={"swf": QUEUED.decode(), "machine": zero})
-    assert r.status_code == 422 and r.json()["detail"][0]["loc"][:3] == ["body", "machine", "queue_nodes"]
+    for bad in ({"q1": 0, "q2": 4}, {}):  # a zero partition; an empty split (never silently ignored)
+        r = client.post("/simulate", json={"swf": QUEUED.decode(), "machine": {"queue_nodes": bad}})
+        assert r.status_code == 422 and r.json()["detail"][0]["loc"][:3] == ["body", "machine", "queue_nodes"]
 
 
 @settings(max_examples=30, deadline=None)

@@ -13,9 +13,15 @@ from tests.sim.test_replay import EXPECTED, HAND
 runner = CliRunner(env={"COLUMNS": "200"})
 
 
+def write(tmp_path: Path, name: str, data: bytes) -> Path:
+    """The trace `data` as a file the command line can read."""
+    trace = tmp_path / name
+    trace.write_bytes(data)
+    return trace
+
+
 def test_simulate_writes_the_metrics(tmp_path: Path) -> None:
-    trace = tmp_path / "hand.swf"
-    trace.write_bytes(HAND)
+    trace = write(tmp_path, "hand.swf", HAND)
     out = tmp_path / "m.json"
     r = runner.invoke(cli, ["simulate", str(trace), "--policy", "easy", "--nodes", "4", "--json", str(out)])
     assert r.exit_code == 0, r.output
@@ -27,8 +33,7 @@ def test_simulate_writes_the_metrics(tmp_path: Path) -> None:
 
 
 def test_compare_writes_a_table_json_and_plots(tmp_path: Path) -> None:
-    trace = tmp_path / "hand.swf"
-    trace.write_bytes(HAND)
+    trace = write(tmp_path, "hand.swf", HAND)
     r = runner.invoke(cli, ["compare", str(trace), "--policies", "fcfs,easy,conservative", "--nodes", "4",
                             "--plots", str(tmp_path / "p"), "--json", str(tmp_path / "c.json")])
     assert r.exit_code == 0, r.output
@@ -38,8 +43,7 @@ def test_compare_writes_a_table_json_and_plots(tmp_path: Path) -> None:
 
 
 def test_bad_parameter_is_named(tmp_path: Path) -> None:
-    trace = tmp_path / "hand.swf"
-    trace.write_bytes(HAND)
+    trace = write(tmp_path, "hand.swf", HAND)
     r = runner.invoke(cli, ["simulate", str(trace), "--param", "reservation_depth=-1"])
     assert r.exit_code == 2 and "reservation_depth" in r.output
     r = runner.invoke(cli, ["simulate", str(trace), "--policy", "magic"])
@@ -47,8 +51,7 @@ def test_bad_parameter_is_named(tmp_path: Path) -> None:
 
 
 def test_malformed_trace_names_the_line(tmp_path: Path) -> None:
-    trace = tmp_path / "bad.swf"
-    trace.write_bytes(HAND + b"oops\n")
+    trace = write(tmp_path, "bad.swf", HAND + b"oops\n")
     r = runner.invoke(cli, ["simulate", str(trace)])
     assert r.exit_code == 2 and "line 7" in r.output
 
@@ -56,8 +59,7 @@ def test_malformed_trace_names_the_line(tmp_path: Path) -> None:
 def test_compare_on_a_machine_split_among_queues(tmp_path: Path) -> None:
     from tests.sim.test_queues import HAND as QUEUED
 
-    trace = tmp_path / "queued.swf"
-    trace.write_bytes(QUEUED)
+    trace = write(tmp_path, "queued.swf", QUEUED)
     r = runner.invoke(cli, ["compare", str(trace), "--queue-nodes", "q1=2,q2=2",
                             "--plots", str(tmp_path / "p"),
                             "--policies", 'easy,easy:migration={"mode":"static","threshold":0.85}',
@@ -73,9 +75,10 @@ def test_compare_on_a_machine_split_among_queues(tmp_path: Path) -> None:
 def test_bad_split_is_named(tmp_path: Path) -> None:
     from tests.sim.test_queues import HAND as QUEUED
 
-    trace = tmp_path / "queued.swf"
-    trace.write_bytes(QUEUED)
+    trace = write(tmp_path, "queued.swf", QUEUED)
     r = runner.invoke(cli, ["simulate", str(trace), "--queue-nodes", "q1=2"])
     assert r.exit_code == 2 and "q2" in r.output
     r = runner.invoke(cli, ["simulate", str(trace), "--queue-nodes", "q1=two"])
     assert r.exit_code == 2 and "queue=nodes" in r.output
+    r = runner.invoke(cli, ["simulate", str(trace), "--queue-nodes", "q1=2,q2=1,q1=3"])
+    assert r.exit_code == 2 and "given twice" in r.output
