@@ -156,7 +156,10 @@ class Migration:
     figures: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+# Pending and PriorityInfo are not frozen: one of each is made per job at every decision (a replay
+# makes millions), and a frozen dataclass's __init__ costs three times a plain one's. Treat them
+# as read-only all the same.
+@dataclass(slots=True)
 class Pending:
     job_id: str
     queue: str
@@ -165,7 +168,7 @@ class Pending:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PriorityInfo:
     """A job's priority and the factors it is made of (like Slurm's `sprio`)."""
 

@@ -16,7 +16,7 @@ from app.sched.params import PriorityParams
 VIP_PRIORITY = 1e12  # P_vip: above any weighted priority
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made per job at every decision (see model.Pending)
 class Scored:
     job: Job
     priority: float

@@ -13,7 +13,7 @@ from app.sched.backfill import BackfillPass, PassResult, PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import Balanced, balance, queue_loads
 from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
-from app.sched.order import Scored, fcfs_score, priority_infos, rank
+from app.sched.order import Scored, ScoreFn, fcfs_score, priority_infos, rank
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
 from app.sched.timeline import Profile, Releases, release_times
@@ -32,12 +32,13 @@ class BasePolicy:
         self.selector = SELECTORS[params.selector]()
 
     # --- what a policy overrides --------------------------------------------------------------
-    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
-        """How the pass treats blocked jobs; `scores` are the priorities that ranked them."""
+    def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
+        """How the pass treats blocked jobs; `ranked`: the jobs in order, with their priorities."""
         return PassRules(reservation_depth=self.params.reservation_depth)
 
-    def score(self, job: Job, now: float, cluster: ClusterIndex, view: NodeView) -> Scored:
-        return fcfs_score(job, now)
+    def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreFn:
+        """How this decision scores a job (a plain function: it is called for every job)."""
+        return fcfs_score
 
     # --- the shared skeleton -------------------------------------------------------------------
     def decide(self, snapshot: Snapshot, pending: Sequence[Job]) -> Decision:
@@ -46,11 +47,12 @@ class BasePolicy:
         balanced = self._balance(cluster, snapshot, pending)
         profile = Profile(cluster.free_now(), _releases(cluster, now, grain), now, grain)
         view = NodeView(cluster, profile, self.params.evaluation)
-        ranked = rank([self.score(j, now, cluster, view) for j in balanced.jobs])
+        score = self.scorer(cluster, view)
+        ranked = rank([score(j, now) for j in balanced.jobs])
         depth = self.params.queue_depth
         result = BackfillPass(
             cluster, profile, view, self.selector,
-            self.rules(now, {s.job.id: s for s in ranked}), balanced.overloaded
+            self.rules(now, ranked), balanced.overloaded
         ).run([s.job for s in ranked[:depth]])
         skipped = [
             Pending(s.job.id, s.job.queue, Reason.not_evaluated, None,

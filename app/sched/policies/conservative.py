@@ -7,6 +7,8 @@ conservative backfilling, which a stateless pass would otherwise lose when jobs 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.sched.backfill import PassRules
 from app.sched.order import Scored
 from app.sched.params import ConservativeParams
@@ -19,5 +21,5 @@ class ConservativePolicy(BasePolicy):
     NAME = NAME
     Params = ConservativeParams
 
-    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+    def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         return PassRules(reservation_depth=self.params.reservation_depth, keep_promises=True)

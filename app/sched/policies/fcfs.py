@@ -5,6 +5,8 @@ That job is reserved (so its estimated start is known); nothing behind it starts
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.sched.backfill import PassRules
 from app.sched.order import Scored
 from app.sched.params import FcfsParams
@@ -17,5 +19,5 @@ class FcfsPolicy(BasePolicy):
     NAME = NAME
     Params = FcfsParams
 
-    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+    def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         return PassRules(reservation_depth=self.params.reservation_depth, stop_at_block=True)

@@ -6,6 +6,8 @@ withheld from every other job from now on (no backfill into them), as Torque doe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.sched.backfill import PassRules
 from app.sched.model import Job
 from app.sched.order import Scored
@@ -19,7 +21,7 @@ class FirstfitPolicy(BasePolicy):
     NAME = NAME
     Params = FirstfitParams
 
-    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+    def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         limit = self.params.starvation_s  # type: ignore[attr-defined]
 
         def starving(job: Job) -> bool:

@@ -6,6 +6,8 @@ the unreserved nodes that can hold it earliest; backfills go to the least loaded
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from app.sched.backfill import PassRules
 from app.sched.order import Scored
 from app.sched.params import MemoryBackfillParams
@@ -18,7 +20,7 @@ class MemoryBackfillPolicy(BasePolicy):
     NAME = NAME
     Params = MemoryBackfillParams
 
-    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+    def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         return PassRules(
             reservation_depth=self.params.reservation_depth, one_reservation_per_node=True
         )

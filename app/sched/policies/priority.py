@@ -9,12 +9,14 @@ jobs that fit may start, and while reservations exist they backfill into the gap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from app.sched.backfill import PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.model import Job
-from app.sched.order import Scored, f1_score, fcfs_score, sjf_score, weighted_score
+from app.sched.order import Scored, ScoreFn, f1_score, fcfs_score, sjf_score, weighted_score
 from app.sched.params import PriorityParams
 from app.sched.policies.base import BasePolicy
 from app.sched.selectors import NodeView
@@ -30,17 +32,22 @@ class PriorityPolicy(BasePolicy):
     Params = PriorityParams
     params: PriorityParams
 
-    def score(self, job: Job, now: float, cluster: ClusterIndex, view: NodeView) -> Scored:
+    def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreFn:
         p = self.params
         if p.order in _PLAIN_ORDERS:
-            return _PLAIN_ORDERS[p.order](job, now)
-        e = p.resource_evaluation
-        if e is None:
-            e = _best_evaluation(job, cluster, view)
-        return weighted_score(job, now, p, e)
+            return _PLAIN_ORDERS[p.order]
 
-    def rules(self, now: float, scores: dict[str, Scored]) -> PassRules:
+        def weighted(job: Job, now: float) -> Scored:
+            e = p.resource_evaluation
+            if e is None:
+                e = _best_evaluation(job, cluster, view)
+            return weighted_score(job, now, p, e)
+
+        return weighted
+
+    def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         p = self.params
+        scores = {s.job.id: s for s in ranked} if p.order == "weighted" else {}
 
         def starving(job: Job) -> bool:
             if p.order != "weighted":
