@@ -27,10 +27,23 @@ def age_s(job: Job, now: float) -> float:
     return max(0.0, now - job.submit_time)
 
 
-def fcfs_score(job: Job, now: float) -> Scored:
-    """First come, first served: the priority is the wait so far, in seconds."""
-    wait = max(0.0, now - job.submit_time)  # age_s, inline: called for every job at every decision
-    return Scored(job, wait, {"age_s": wait})
+def fcfs_scores(jobs: Sequence[Job], now: float) -> list[Scored]:
+    """First come, first served: each job's priority is its wait so far, in seconds. One loop for
+    all (no call per job): the default order scores every pending job at every decision."""
+    out = []
+    for job in jobs:
+        wait = now - job.submit_time
+        if wait < 0.0:
+            wait = 0.0
+        out.append(Scored(job, wait, {"age_s": wait}))
+    return out
+
+
+def each(score: ScoreFn) -> ScoreAll:
+    """Score a list of jobs one by one."""
+    def score_all(jobs: Sequence[Job], now: float) -> list[Scored]:
+        return [score(job, now) for job in jobs]
+    return score_all
 
 
 def weighted_score(job: Job, now: float, p: PriorityParams, e: float) -> Scored:
@@ -82,3 +95,4 @@ def priority_infos(ranked: Sequence[Scored]) -> tuple[PriorityInfo, ...]:
 
 
 ScoreFn = Callable[[Job, float], Scored]
+ScoreAll = Callable[[Sequence[Job], float], list[Scored]]

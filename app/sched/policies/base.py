@@ -13,7 +13,7 @@ from app.sched.backfill import BackfillPass, PassResult, PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import Balanced, balance, queue_loads
 from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
-from app.sched.order import Scored, ScoreFn, fcfs_score, priority_infos, rank
+from app.sched.order import ScoreAll, Scored, fcfs_scores, priority_infos, rank
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
 from app.sched.timeline import Profile, Releases, release_times
@@ -36,9 +36,9 @@ class BasePolicy:
         """How the pass treats blocked jobs; `ranked`: the jobs in order, with their priorities."""
         return PassRules(reservation_depth=self.params.reservation_depth)
 
-    def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreFn:
-        """How this decision scores a job (a plain function: it is called for every job)."""
-        return fcfs_score
+    def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreAll:
+        """How this decision scores the pending jobs (one call for all: see `fcfs_scores`)."""
+        return fcfs_scores
 
     # --- the shared skeleton -------------------------------------------------------------------
     def decide(self, snapshot: Snapshot, pending: Sequence[Job]) -> Decision:
@@ -47,8 +47,7 @@ class BasePolicy:
         balanced = self._balance(cluster, snapshot, pending)
         profile = Profile(cluster.free_now(), _releases(cluster, now, grain), now, grain)
         view = NodeView(cluster, profile, self.params.evaluation)
-        score = self.scorer(cluster, view)
-        ranked = rank([score(j, now) for j in balanced.jobs])
+        ranked = rank(self.scorer(cluster, view)(balanced.jobs, now))
         depth = self.params.queue_depth
         result = BackfillPass(
             cluster, profile, view, self.selector,

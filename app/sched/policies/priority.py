@@ -16,7 +16,7 @@ import numpy as np
 from app.sched.backfill import PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.model import Job
-from app.sched.order import Scored, ScoreFn, f1_score, fcfs_score, sjf_score, weighted_score
+from app.sched.order import ScoreAll, Scored, each, f1_score, fcfs_scores, sjf_score, weighted_score
 from app.sched.params import PriorityParams
 from app.sched.policies.base import BasePolicy
 from app.sched.selectors import NodeView
@@ -24,7 +24,7 @@ from app.sched.selectors.evaluation import evaluation
 
 NAME = "priority"
 
-_PLAIN_ORDERS = {"fcfs": fcfs_score, "sjf": sjf_score, "f1": f1_score}
+_PLAIN_ORDERS = {"fcfs": fcfs_scores, "sjf": each(sjf_score), "f1": each(f1_score)}
 
 
 class PriorityPolicy(BasePolicy):
@@ -32,7 +32,7 @@ class PriorityPolicy(BasePolicy):
     Params = PriorityParams
     params: PriorityParams
 
-    def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreFn:
+    def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreAll:
         p = self.params
         if p.order in _PLAIN_ORDERS:
             return _PLAIN_ORDERS[p.order]
@@ -43,7 +43,7 @@ class PriorityPolicy(BasePolicy):
                 e = _best_evaluation(job, cluster, view)
             return weighted_score(job, now, p, e)
 
-        return weighted
+        return each(weighted)
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         p = self.params
