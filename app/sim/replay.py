@@ -25,6 +25,7 @@ from app.sched.cluster import NodeColumns
 from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, StartKind
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES, decide
+from app.sim.collector import rare_collections
 from app.sim.workload import SimJob, Workload
 
 QUEUE = "default"
@@ -260,7 +261,11 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started. `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests."""
-    r = _Replay(w, policy, params, predict)
+    with rare_collections():
+        return _run(_Replay(w, policy, params, predict), w, progress, predict)
+
+
+def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool) -> ReplayResult:
     arrivals = w.jobs
     nxt = 0
     while nxt < len(arrivals) or r.ends:
