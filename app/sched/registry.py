@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.sched.collector import rare_collections
 from app.sched.dag import best
 from app.sched.dag.critical import critical_path
 from app.sched.dag.graph import Compiled, compile_problem
@@ -35,7 +36,8 @@ def decide(
 ) -> Decision:
     """The one scheduling function: every caller (HTTP, simulator, bench) goes through here."""
     params_type, policy_type = POLICIES[policy]
-    return policy_type(params if params is not None else params_type()).decide(snapshot, pending)
+    with rare_collections():
+        return policy_type(params if params is not None else params_type()).decide(snapshot, pending)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from app.sched.cluster import NodeColumns
+from app.sched.collector import rare_collections
 from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, StartKind
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES, decide
-from app.sim.collector import rare_collections
 from app.sim.workload import SimJob, Workload
 
 QUEUE = "default"

@@ -1,4 +1,4 @@
-"""A replay raises the cycle collector's threshold only while it runs, however replays overlap."""
+"""A decision or replay raises the cycle collector's threshold only while it runs, however they overlap."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from app.sim.collector import REPLAY_THRESHOLD, rare_collections
+from app.sched.collector import REPLAY_THRESHOLD, rare_collections
 
 
 def test_raised_inside_and_restored_after() -> None:
@@ -17,14 +17,14 @@ def test_raised_inside_and_restored_after() -> None:
     assert gc.get_threshold() == before
 
 
-def test_restored_when_the_replay_fails() -> None:
+def test_restored_when_the_caller_fails() -> None:
     before = gc.get_threshold()
     with pytest.raises(RuntimeError), rare_collections():
-        raise RuntimeError("replay failed")
+        raise RuntimeError("decision failed")
     assert gc.get_threshold() == before
 
 
-def test_overlapping_replays_restore_only_when_the_last_ends() -> None:
+def test_overlapping_callers_restore_only_when_the_last_ends() -> None:
     before = gc.get_threshold()
     first_in, second_done, leave = threading.Event(), threading.Event(), threading.Event()
     seen: list[tuple[int, int, int]] = []
