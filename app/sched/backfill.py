@@ -26,9 +26,6 @@ MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job be
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
 
 
-_UNSEEN = object()  # a shape of job not yet judged by _never_reason
-
-
 def _always(job: Job) -> bool:
     return True
 
@@ -65,6 +62,8 @@ class BackfillPass:
         self.selector, self.rules, self.overloaded = selector, rules, overloaded
         self.now, self.grain = profile.now, profile.grain
         self.never: dict[tuple[object, ...], Reason | None] = {}
+        # per eligibility key, a demand every eligible node holds, and their counts (see least_capacity)
+        self.least: dict[tuple[str, frozenset[str]], tuple[int, int, int, int, int]] = {}
         # per (eligibility key, demand), how many nodes had it free at the last look: free only
         # shrinks during a pass, so a job wanting more nodes than that cannot start now
         self.fitting: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]], int] = {}
@@ -152,9 +151,7 @@ class BackfillPass:
         elig = self.cluster.eligible(job.queue, job.labels)
         key, d, n = elig.key, (job.cpu, job.mem_mib, job.gpu), job.nodes
         self.out.examined.add(key)
-        never = self.never.get((key, d, n), _UNSEEN)
-        if never is _UNSEEN:
-            never = self._never_reason(job, elig)
+        never = self._never_reason(elig, d, n)
         if never is not None:
             self._wait(job, never, _never_detail(job, never))
         elif job.queue in self.stopped:
@@ -193,7 +190,7 @@ class BackfillPass:
         whole of `_one` would find that again."""
         key = elig.key
         free_bound = 0 if self._dominated(key, d) else self.fitting[key, d]
-        holds_up = self.cluster.capacity_counts(elig, d)[1]
+        holds_up = self._holds_up(elig, d)
         reason, detail = self.short_reasons.get(job.queue) or self._short_reason(job.queue)
         self.stuck[job.queue, job.labels, *d] = (free_bound, holds_up, reason, detail)
 
@@ -213,17 +210,34 @@ class BackfillPass:
     def _wait(self, job: Job, reason: Reason, detail: str) -> None:
         self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
 
-    def _never_reason(self, job: Job, elig: Eligible) -> Reason | None:
-        """Why the job can never start here (None: it can), remembered per shape of job."""
-        shape = (elig.key, job.demand, job.nodes)
-        holds_any, holds_up = self.cluster.capacity_counts(elig, job.demand)
-        reason = None
-        if holds_any < job.nodes:
-            reason = Reason.never_fits
-        elif holds_up < job.nodes:
-            reason = Reason.node_down
-        self.never[shape] = reason
-        return reason
+    def _never_reason(self, elig: Eligible, d: tuple[int, int, int], n: int) -> Reason | None:
+        """Why a job of n nodes with d can never start here (None: it can), remembered per shape."""
+        c, m, g, _, up = self._least(elig)
+        if n <= up and d[0] <= c and d[1] <= m and d[2] <= g:
+            return None  # every eligible node holds d, and n of them are up
+        shape = (elig.key, d, n)
+        if shape not in self.never:
+            holds_any, holds_up = self.cluster.capacity_counts(elig, d)
+            reason = None
+            if holds_any < n:
+                reason = Reason.never_fits
+            elif holds_up < n:
+                reason = Reason.node_down
+            self.never[shape] = reason
+        return self.never[shape]
+
+    def _holds_up(self, elig: Eligible, d: tuple[int, int, int]) -> int:
+        """How many usable eligible nodes have the capacity to hold d."""
+        c, m, g, _, up = self._least(elig)
+        if d[0] <= c and d[1] <= m and d[2] <= g:  # every eligible node does
+            return up
+        return self.cluster.capacity_counts(elig, d)[1]
+
+    def _least(self, elig: Eligible) -> tuple[int, int, int, int, int]:
+        found = self.least.get(elig.key)
+        if found is None:
+            found = self.least[elig.key] = self.cluster.least_capacity(elig)
+        return found
 
     def _short_of_free(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int) -> bool:
         """Whether fewer than n eligible nodes have d free now, as an earlier job of this pass
@@ -248,18 +262,20 @@ class BackfillPass:
     def _try_start(self, job: Job, elig: Eligible, key: tuple[str, frozenset[str]],
                    d: tuple[int, int, int], n: int) -> tuple[np.ndarray | None, bool]:
         """(nodes it started on, or None; whether it fits in free resources ignoring bookings)."""
-        pos = self.profile.fits_now(elig, d).nonzero()[0]
-        self.fitting[key, d] = len(pos)
-        if len(pos) < n:
+        fits = self.profile.fits_now(elig, d)
+        count = int(np.count_nonzero(fits))
+        self.fitting[key, d] = count
+        if count < n:
             self._remember_failure(key, d, n)
             return None, False
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
         if self._surely_blocked(key, d, n, release):
             return None, True
-        cand = elig.nodes(pos)
-        ranked = self.selector.order(self.view, cand, d, n)
+        ranked, cand = self._rank_fitting(elig, fits, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
         if self._any_booked_before(ranked, release):
+            if cand is None:
+                cand = elig.nodes(fits.nonzero()[0])
             n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
             ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
             ranked = self._first_clear(ranked, d, release, n)
@@ -269,14 +285,23 @@ class BackfillPass:
         self.profile.start(ranked, d, release)
         return ranked, True
 
+    def _rank_fitting(self, elig: Eligible, fits: np.ndarray, d: tuple[int, int, int],
+                      n: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """(the best n nodes where d is free now, every such node or None if not listed); `fits`
+        says which eligible nodes have d free."""
+        if n == 1 and self.selector.IN_ORDER:  # it ranks the first such node first: list no other
+            return elig.nodes(fits.argmax(keepdims=True)), None
+        cand = elig.nodes(fits.nonzero()[0])
+        return self.selector.order(self.view, cand, d, n), cand
+
     def _surely_blocked(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int,
                         release: float) -> bool:
         """Whether fewer than n nodes can take d until `release` without delaying a booking, as
         a job with the same demand and an earlier or equal release found."""
-        if self.holds_promises:  # a promise given back frees room again
+        found = self.clear_counts.get((key, d))
+        if found is None or self.holds_promises:  # a promise given back frees room again
             return False
-        return any(n > count and release >= before
-                   for before, count in self.clear_counts.get((key, d), ()))
+        return any(n > count and release >= before for before, count in found)
 
     def _any_booked_before(self, nodes: np.ndarray, t: float) -> bool:
         if len(nodes) == 1:  # most jobs want one node: a scalar read beats a gather

@@ -200,6 +200,22 @@ class ClusterIndex:
                 up_count += n_up
         return any_count, up_count
 
+    def least_capacity(self, elig: Eligible) -> tuple[int, int, int, int, int]:
+        """(c, m, g, nodes, usable): every eligible node's capacity holds (c, m, g) (the least of
+        each resource over them), so `capacity_counts` of any demand within it is (nodes, usable).
+        (-1, -1, -1, 0, 0), which holds no demand, when no node is eligible or the snapshot holds
+        only some of the cluster's nodes (its counts are the whole cluster's)."""
+        if self.whole is not None:
+            return (-1, -1, -1, 0, 0)
+        types = self._cap_types.get(elig.key)
+        if types is None:
+            types = self._capacity_types(elig)
+            self._cap_types[elig.key] = types
+        if not types:
+            return (-1, -1, -1, 0, 0)
+        c, m, g, n_any, n_up = (list(col) for col in zip(*types, strict=True))
+        return min(c), min(m), min(g), sum(n_any), sum(n_up)
+
     def _capacity_types(self, elig: Eligible) -> list[tuple[int, int, int, int, int]]:
         """The distinct capacities among eligible nodes, with their counts (all, usable)."""
         caps = elig.take(self.cap.T)

@@ -28,6 +28,8 @@ class NodeView:
 
 class Selector(Protocol):
     NAME: str
+    # whether order(view, cand, d, k) is cand[:k]: then a pass may find only the first candidates
+    IN_ORDER: bool
 
     def order(self, view: NodeView, cand: np.ndarray, d: Triple, k: int) -> np.ndarray: ...
 

@@ -23,6 +23,7 @@ def evaluation(view: NodeView, nodes: np.ndarray) -> np.ndarray:
 
 class EvaluationSelector:
     NAME = NAME
+    IN_ORDER = False
 
     def order(self, view: NodeView, cand: np.ndarray, d: Triple, k: int) -> np.ndarray:
         return cand[smallest_k(-evaluation(view, cand), k)]

@@ -12,6 +12,7 @@ NAME = "first_fit"
 
 class FirstFitSelector:
     NAME = NAME
+    IN_ORDER = True
 
     def order(self, view: NodeView, cand: np.ndarray, d: Triple, k: int) -> np.ndarray:
         return cand[:k]

@@ -27,6 +27,7 @@ def fragment_scores(cap: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.n
 
 class FragmentSelector:
     NAME = NAME
+    IN_ORDER = False
 
     def order(self, view: NodeView, cand: np.ndarray, d: Triple, k: int) -> np.ndarray:
         cap = view.cluster.cap[:, cand]

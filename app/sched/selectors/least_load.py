@@ -12,6 +12,7 @@ NAME = "least_load"
 
 class LeastLoadSelector:
     NAME = NAME
+    IN_ORDER = False
 
     def order(self, view: NodeView, cand: np.ndarray, d: Triple, k: int) -> np.ndarray:
         return cand[smallest_k(view.cluster.cpu_load[cand], k)]
