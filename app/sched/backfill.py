@@ -84,11 +84,11 @@ class BackfillPass:
         # later job with a release as late and more nodes than that is blocked too
         self.clear_counts: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]],
                                 list[tuple[float, int]]] = {}
-        # per node, the start and demand of its earliest booking by `_reserve` (made at the first):
-        # bookings only take, so while no promise is given back a node has at most its capacity
-        # minus that demand free while that booking holds
+        # per node, the start of its earliest booking by `_reserve` (made at the first), and its
+        # capacity less that booking's demand: bookings only take, so while no promise is given
+        # back a node has at most that room free while that booking holds
         self.take_start: np.ndarray | None = None
-        self.take = np.zeros((3, 0), dtype=np.int64)
+        self.room = np.zeros((3, 0), dtype=np.int64)
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
@@ -205,6 +205,8 @@ class BackfillPass:
 
     def _ids(self, nodes: np.ndarray) -> tuple[str, ...]:
         ids = self.cluster.ids
+        if len(nodes) == 1:  # most jobs want one node
+            return (ids[nodes[0]],)
         return tuple([ids[x] for x in nodes.tolist()])
 
     def _wait(self, job: Job, reason: Reason, detail: str) -> None:
@@ -212,7 +214,7 @@ class BackfillPass:
 
     def _never_reason(self, elig: Eligible, d: tuple[int, int, int], n: int) -> Reason | None:
         """Why a job of n nodes with d can never start here (None: it can), remembered per shape."""
-        c, m, g, _, up = self._least(elig)
+        c, m, g, _, up = self.least.get(elig.key) or self._least(elig)
         if n <= up and d[0] <= c and d[1] <= m and d[2] <= g:
             return None  # every eligible node holds d, and n of them are up
         shape = (elig.key, d, n)
@@ -228,15 +230,13 @@ class BackfillPass:
 
     def _holds_up(self, elig: Eligible, d: tuple[int, int, int]) -> int:
         """How many usable eligible nodes have the capacity to hold d."""
-        c, m, g, _, up = self._least(elig)
+        c, m, g, _, up = self.least.get(elig.key) or self._least(elig)
         if d[0] <= c and d[1] <= m and d[2] <= g:  # every eligible node does
             return up
         return self.cluster.capacity_counts(elig, d)[1]
 
     def _least(self, elig: Eligible) -> tuple[int, int, int, int, int]:
-        found = self.least.get(elig.key)
-        if found is None:
-            found = self.least[elig.key] = self.cluster.least_capacity(elig)
+        found = self.least[elig.key] = self.cluster.least_capacity(elig)
         return found
 
     def _short_of_free(self, key: tuple[str, frozenset[str]], d: tuple[int, int, int], n: int) -> bool:
@@ -342,7 +342,7 @@ class BackfillPass:
         less than d of their capacity (so d cannot be free there while it holds, within the job's
         window); the doubtful nodes left."""
         x = ranked[doubtful]
-        short = (self.cluster.cap[:, x] - self.take[:, x] < np.array(d)[:, None]).any(axis=0)
+        short = (self.room[:, x] < np.array(d)[:, None]).any(axis=0)
         short &= self.take_start[x] < release
         ok[doubtful[short]] = False
         return doubtful[~short]
@@ -353,10 +353,10 @@ class BackfillPass:
             return
         if self.take_start is None:
             self.take_start = np.full(len(self.cluster), INF)
-            self.take = np.zeros((3, len(self.cluster)), dtype=np.int64)
+            self.room = self.cluster.cap.copy()
         first = nodes[self.take_start[nodes] > start]
         self.take_start[first] = start
-        self.take[:, first] = np.array(d, dtype=np.int64)[:, None]
+        self.room[:, first] = self.cluster.cap[:, first] - np.array(d, dtype=np.int64)[:, None]
 
     def _reserve(self, job: Job, elig: Eligible,
                  promise: tuple[np.ndarray, float, float] | None = None) -> bool:

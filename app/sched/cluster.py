@@ -124,7 +124,7 @@ def _held(running: Sequence[RunningJob], pos: dict[str, int]) -> Held:
     return (
         np.array(xs, dtype=np.int64),
         np.array(ends, dtype=np.float64),
-        np.array(amounts, dtype=np.int64).reshape(-1, 3).T,
+        np.fromiter(amounts, dtype=np.int64, count=len(amounts)).reshape(-1, 3).T,
     )
 
 

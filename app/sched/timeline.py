@@ -77,10 +77,13 @@ class Profile:
     # --- questions ------------------------------------------------------------------------------
     def fits_now(self, elig: Eligible, d: Triple) -> np.ndarray:
         """Boolean over the eligible nodes: free now covers d (bookings not considered)."""
-        ok = elig.take(self.free[0]) >= d[0]
-        for r in (1, 2):
-            if d[r] > 0:
-                ok &= elig.take(self.free[r]) >= d[r]
+        cols = _columns(elig)
+        cpu, mem, gpu = self.free
+        ok = cpu[cols] >= d[0]
+        if d[1] > 0:
+            ok &= mem[cols] >= d[1]
+        if d[2] > 0:
+            ok &= gpu[cols] >= d[2]
         return ok
 
     def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
@@ -384,14 +387,14 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.nda
         return times, np.repeat(base[:, None, :], 2, axis=1)
     if np.bincount(xs, minlength=n).max() == 1:
         return _single_steps(base, events, now)
-    order = np.lexsort((ts, xs))
+    order = _by_node_then_time(xs, ts, n)
     xs, ts, amounts = xs[order], ts[order], amounts[:, order]
     new = np.ones(len(xs), dtype=bool)
     new[1:] = (xs[1:] != xs[:-1]) | (ts[1:] != ts[:-1])
     starts = np.flatnonzero(new)
     ux, ut = xs[starts], ts[starts]
     summed = np.add.reduceat(amounts, starts, axis=1)
-    col = np.arange(len(ux)) - np.searchsorted(ux, ux) + 1  # ux is sorted: rank within its node
+    col = _rank_in_run(ux) + 1
     k = int(col.max()) + 2
     times = np.full((k, n), INF)
     times[0] = now
@@ -402,6 +405,24 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float) -> tuple[np.nda
     for j in range(1, k):  # running sums, instant by instant: numpy's cumsum along this axis
         steps[:, j] += steps[:, j - 1]  # works node by node, 3x slower on a large cluster
     return times, steps
+
+
+def _by_node_then_time(xs: np.ndarray, ts: np.ndarray, n: int) -> np.ndarray:
+    """np.lexsort((ts, xs)): the events' order by node, then time, ties in input order."""
+    if n > 1 << 16:
+        return np.lexsort((ts, xs))
+    # both sorts are stable, so the second keeps the time order within a node; a stable sort of
+    # 16-bit keys is a radix sort, which makes this a third faster than lexsort
+    by_time = np.argsort(ts, kind="stable")
+    return by_time[np.argsort(xs[by_time].astype(np.uint16), kind="stable")]
+
+
+def _rank_in_run(ordered: np.ndarray) -> np.ndarray:
+    """For each value of a sorted array, how many before it are equal to it."""
+    at = np.arange(len(ordered))
+    new = np.ones(len(ordered), dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return at - np.maximum.accumulate(np.where(new, at, 0))
 
 
 def _single_steps(base: np.ndarray, events: Releases, now: float) -> tuple[np.ndarray, np.ndarray]:
