@@ -49,8 +49,8 @@ class NodeColumns:
     only `alloc` and `held` between calls, so no decision rebuilds it from records. `cap`, `alloc`:
     int64 (3, N); row order cpu, mem, gpu. `held`: one entry per running job and node it holds, its
     expected end, and the amounts it holds there; the entries' order does not matter. What the
-    decisions derive from the other columns (eligible sets, capacity types) is kept here too, so
-    such a caller's decisions derive it once.
+    decisions derive from the other columns (eligible sets, capacity types, least capacities) is
+    kept here too, so such a caller's decisions derive it once.
     """
 
     ids: list[str]
@@ -68,6 +68,8 @@ class NodeColumns:
     cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, int, int, int, int]]] = field(
         default_factory=dict)
     eligible_nodes: dict[tuple[str, frozenset[str]], np.ndarray] = field(default_factory=dict)
+    least: dict[tuple[str, frozenset[str]], tuple[int, int, int, int, int]] = field(
+        default_factory=dict)
 
     @classmethod
     def of(cls, nodes: Sequence[Node], running: Sequence[RunningJob]) -> NodeColumns:
@@ -145,6 +147,7 @@ class ClusterIndex:
         self._eligible = cols.eligible
         self._cap_types = cols.cap_types
         self._eligible_nodes = cols.eligible_nodes
+        self._least = cols.least
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -207,6 +210,12 @@ class ClusterIndex:
         only some of the cluster's nodes (its counts are the whole cluster's)."""
         if self.whole is not None:
             return (-1, -1, -1, 0, 0)
+        found = self._least.get(elig.key)
+        if found is None:
+            found = self._least[elig.key] = self._make_least(elig)
+        return found
+
+    def _make_least(self, elig: Eligible) -> tuple[int, int, int, int, int]:
         types = self._cap_types.get(elig.key)
         if types is None:
             types = self._capacity_types(elig)
