@@ -274,11 +274,12 @@ class BackfillPass:
         ranked, cand = self._rank_fitting(elig, fits, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
         if self._any_booked_before(ranked, release):
-            if cand is None:
-                cand = elig.nodes(fits.nonzero()[0])
-            n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
-            ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
-            ranked = self._first_clear(ranked, d, release, n)
+            if cand is None:  # one node, taken in order
+                ranked = self._first_clear_in_order(elig, fits, d, release)
+            else:
+                n_doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
+                ranked = self.selector.order(self.view, cand, d, min(len(cand), n + n_doubtful))
+                ranked = self._first_clear(ranked, d, release, n)
             if len(ranked) < n:  # then every candidate was looked at: len(ranked) are clear
                 self.clear_counts.setdefault((key, d), []).append((release, len(ranked)))
                 return None, True
@@ -341,11 +342,37 @@ class BackfillPass:
         """Mark not ok the doubtful nodes whose earliest booking starts before `release` and leaves
         less than d of their capacity (so d cannot be free there while it holds, within the job's
         window); the doubtful nodes left."""
-        x = ranked[doubtful]
-        short = (self.room[:, x] < np.array(d)[:, None]).any(axis=0)
-        short &= self.take_start[x] < release
+        short = self._sure_failures(ranked[doubtful], d, release)
         ok[doubtful[short]] = False
         return doubtful[~short]
+
+    def _sure_failures(self, x: np.ndarray, d: tuple[int, int, int], release: float) -> np.ndarray:
+        """Whether the earliest booking of each of nodes x starts before `release` and leaves less
+        than d of its capacity."""
+        short = (self.room[:, x] < np.array(d)[:, None]).any(axis=0)
+        short &= self.take_start[x] < release
+        return short
+
+    def _first_clear_in_order(self, elig: Eligible, fits: np.ndarray, d: tuple[int, int, int],
+                              release: float) -> np.ndarray:
+        """`_first_clear` of every eligible node where d is free now, in node order, for one node,
+        without listing them all: those before the first whose bookings start at or after
+        `release` (surely clear) are the doubtful ones, checked in order; if none is clear, that
+        first one. Empty if there is no such node."""
+        clear = fits & (elig.take(self.profile.first_booking) >= release)
+        p = int(clear.argmax())
+        found = bool(clear[p])
+        doubtful = elig.nodes(fits[: p if found else len(fits)].nonzero()[0])
+        if len(doubtful) and self.take_start is not None and not self.holds_promises:
+            doubtful = doubtful[~self._sure_failures(doubtful, d, release)]
+        done, chunk = 0, 16
+        while done < len(doubtful):
+            part = doubtful[done : done + chunk]
+            ok = self.profile.holds_over(part, d, self.now, release)
+            if ok.any():
+                return part[ok.argmax(keepdims=True)]
+            done, chunk = done + chunk, 2 * chunk
+        return elig.nodes(np.array([p])) if found else doubtful[:0]
 
     def _note_take(self, nodes: np.ndarray, start: float, end: float, d: tuple[int, int, int]) -> None:
         """Remember the booking of d on `nodes` over [start, end) where it starts earliest."""
