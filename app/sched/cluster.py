@@ -17,6 +17,7 @@ import numpy as np
 from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, WholeCluster
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
+FEW_TYPES = 8  # node types taken out one at a time before sorting the rest (_capacity_types)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,21 +227,21 @@ class ClusterIndex:
         return min(c), min(m), min(g), sum(n_any), sum(n_up)
 
     def _capacity_types(self, elig: Eligible) -> list[tuple[int, int, int, int, int]]:
-        """The distinct capacities among eligible nodes, with their counts (all, usable)."""
-        caps = elig.take(self.cap.T)
-        if len(caps) == 0:
-            return []
-        if (caps == caps[0]).all():  # one node type, the common case: spare np.unique's sort
-            c, m, g = caps[0].tolist()
-            return [(c, m, g, len(caps), int(np.count_nonzero(elig.take(self.usable))))]
-        uniq, inverse = np.unique(caps, axis=0, return_inverse=True)
-        inverse = inverse.reshape(-1)
-        any_count = np.bincount(inverse, minlength=len(uniq))
-        up_count = np.bincount(inverse, weights=elig.take(self.usable), minlength=len(uniq))
-        return [
-            (int(c), int(m), int(g), int(a), int(u))
-            for (c, m, g), a, u in zip(uniq.tolist(), any_count, up_count, strict=True)
-        ]
+        """The distinct capacities among eligible nodes, with their counts (all, usable), in
+        capacity order."""
+        caps = self.cap[:, elig.sl if elig.idx is None else elig.idx]
+        usable = elig.take(self.usable)
+        found: list[tuple[int, int, int, int, int]] = []
+        # a cluster has few node types: taking out the nodes of one type at a time spares
+        # np.unique's sort of every row (a third of a 10k-node decision's setup)
+        while caps.shape[1] and len(found) < FEW_TYPES:
+            c, m, g = caps[:, 0].tolist()
+            same = (caps[0] == c) & (caps[1] == m) & (caps[2] == g)
+            found.append((c, m, g, int(np.count_nonzero(same)), int(np.count_nonzero(usable[same]))))
+            caps, usable = caps[:, ~same], usable[~same]
+        if caps.shape[1]:
+            found += _unique_capacities(caps, usable)
+        return sorted(found)
 
     def examined(self, keys: set[tuple[str, frozenset[str]]]) -> int:
         """How many distinct nodes the eligibility sets of `keys` cover."""
@@ -255,6 +256,18 @@ class ClusterIndex:
             else:
                 seen[e.idx] = True
         return int(seen.sum())
+
+
+def _unique_capacities(caps: np.ndarray, usable: np.ndarray) -> list[tuple[int, int, int, int, int]]:
+    """The distinct columns of caps (3, n), with their counts (all, usable)."""
+    uniq, inverse = np.unique(caps.T, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    any_count = np.bincount(inverse, minlength=len(uniq))
+    up_count = np.bincount(inverse, weights=usable, minlength=len(uniq))
+    return [
+        (int(c), int(m), int(g), int(a), int(u))
+        for (c, m, g), a, u in zip(uniq.tolist(), any_count, up_count, strict=True)
+    ]
 
 
 def _whole_counts(whole: WholeCluster, key: tuple[str, frozenset[str]],
