@@ -355,10 +355,11 @@ class BackfillPass:
 
     def _first_clear_in_order(self, elig: Eligible, fits: np.ndarray, d: tuple[int, int, int],
                               release: float) -> np.ndarray:
-        """`_first_clear` of every eligible node where d is free now, in node order, for one node,
-        without listing them all: those before the first whose bookings start at or after
-        `release` (surely clear) are the doubtful ones, checked in order; if none is clear, that
-        first one. Empty if there is no such node."""
+        """`_first_clear` for one node of a selector that takes nodes in order, without listing
+        every node where d is free now: the first of them that is surely clear (booked from
+        `release` on, or never) ends the candidates `_first_clear` would look at, so only those
+        before it, all doubtful, are checked, in order; if none holds, it is the answer. Empty if
+        no node qualifies."""
         clear = fits & (elig.take(self.profile.first_booking) >= release)
         p = int(clear.argmax())
         found = bool(clear[p])
