@@ -291,7 +291,7 @@ class BackfillPass:
         """(the best n nodes where d is free now, every such node or None if not listed); `fits`
         says which eligible nodes have d free."""
         if n == 1 and self.selector.IN_ORDER:  # it ranks the first such node first: list no other
-            return elig.nodes(fits.argmax(keepdims=True)), None
+            return self.cluster.nodes_of(elig)[fits.argmax(keepdims=True)], None
         cand = elig.nodes(fits.nonzero()[0])
         return self.selector.order(self.view, cand, d, n), cand
 
