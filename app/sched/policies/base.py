@@ -1,6 +1,6 @@
 """What every policy shares: build the index, balance queues, order, run one backfill pass, report.
 
-A policy says three things: how jobs are scored (`score`), which pass rules apply (`rules`), and its
+A policy says three things: how jobs are scored (`scorer`), which pass rules apply (`rules`), and its
 params type. Everything pass-local is created inside `decide` and dropped after.
 """
 
