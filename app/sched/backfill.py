@@ -20,7 +20,7 @@ import numpy as np
 from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
-from app.sched.timeline import INF, Profile, align_up, release_time
+from app.sched.timeline import INF, Profile, align_up, release_time, run_starts
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
@@ -325,8 +325,7 @@ class BackfillPass:
         """
         doubtful = np.flatnonzero(self.profile.first_booking[ranked] < release)
         ok = np.ones(len(ranked), dtype=bool)
-        if len(doubtful) and self.take_start is not None and not self.holds_promises:
-            doubtful = self._drop_sure_failures(ranked, doubtful, d, release, ok)
+        doubtful = self._drop_sure_failures(ranked, doubtful, d, release, ok)
         done, chunk = 0, max(16, 2 * n)
         while done < len(doubtful):
             part = doubtful[done : done + chunk]
@@ -348,7 +347,10 @@ class BackfillPass:
 
     def _sure_failures(self, x: np.ndarray, d: tuple[int, int, int], release: float) -> np.ndarray:
         """Whether the earliest booking of each of nodes x starts before `release` and leaves less
-        than d of its capacity."""
+        than d of its capacity (none is known to while nothing is booked, or while a promise given
+        back may free room again)."""
+        if not len(x) or self.take_start is None or self.holds_promises:
+            return np.zeros(len(x), dtype=bool)
         short = (self.room[:, x] < np.array(d)[:, None]).any(axis=0)
         short &= self.take_start[x] < release
         return short
@@ -364,8 +366,7 @@ class BackfillPass:
         p = int(clear.argmax())
         found = bool(clear[p])
         doubtful = elig.nodes(fits[: p if found else len(fits)].nonzero()[0])
-        if len(doubtful) and self.take_start is not None and not self.holds_promises:
-            doubtful = doubtful[~self._sure_failures(doubtful, d, release)]
+        doubtful = doubtful[~self._sure_failures(doubtful, d, release)]
         done, chunk = 0, 16
         while done < len(doubtful):
             part = doubtful[done : done + chunk]
@@ -430,7 +431,8 @@ class BackfillPass:
         if len(finite) < n:
             return None
         finite.sort()  # a copy: the instants from the n-th smallest on are the candidates
-        for t in _distinct(finite[n - 1:])[:MAX_INSTANTS_TRIED].tolist():
+        later = finite[n - 1:]
+        for t in later[run_starts(later)][:MAX_INSTANTS_TRIED].tolist():
             chosen = self._feasible_at(job, t, nodes, times)
             if chosen is not None:
                 return t, chosen
@@ -530,10 +532,3 @@ def _never_detail(job: Job, reason: Reason) -> str:
         return f"no node of queue {job.queue}{labels} can ever hold {need}"
     return f"only nodes that are down or draining can hold {need}"
 
-
-def _distinct(ordered: np.ndarray) -> np.ndarray:
-    """The distinct values of a sorted array, in order (np.unique without its sort)."""
-    keep = np.empty(len(ordered), dtype=bool)
-    keep[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]

@@ -430,12 +430,19 @@ def _time_keys(ts: np.ndarray, grain: int) -> np.ndarray:
     return ts
 
 
+def run_starts(ordered: np.ndarray) -> np.ndarray:
+    """Boolean over a sorted array: where a run of equal values starts (`ordered[mask]` is its
+    distinct values, in order: np.unique without its sort)."""
+    new = np.empty(len(ordered), dtype=bool)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return new
+
+
 def _rank_in_run(ordered: np.ndarray) -> np.ndarray:
     """For each value of a sorted array, how many before it are equal to it."""
     at = np.arange(len(ordered))
-    new = np.ones(len(ordered), dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    return at - np.maximum.accumulate(np.where(new, at, 0))
+    return at - np.maximum.accumulate(np.where(run_starts(ordered), at, 0))
 
 
 def _single_steps(base: np.ndarray, events: Releases, now: float) -> tuple[np.ndarray, np.ndarray]:
