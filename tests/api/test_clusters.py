@@ -9,27 +9,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from app.main import create_app
 from app.settings import Settings
 from schemas.schedule import EXAMPLE
-from tests.api.test_plan_store import DEAD_URL, REDIS_URL
+from tests.api.test_plan_store import DEAD_URL
 from tests.conftest import Client
 
 SNAPSHOT = {"nodes": EXAMPLE["nodes"], "running": EXAMPLE["running"]}
 
 
 @pytest.fixture(params=["memory", "redis"])
-def settings(request: pytest.FixtureRequest) -> Iterator[Settings]:
+def settings(request: pytest.FixtureRequest) -> Settings:
     if request.param == "memory":
-        yield Settings()
-        return
-    r = redis.Redis.from_url(REDIS_URL)
-    r.ping()
-    r.flushdb()
-    yield Settings(redis_url=REDIS_URL)
-    r.flushdb()
+        return Settings()
+    return Settings(redis_url=request.getfixturevalue("redis_url"))
 
 
 def started(job_id: str, node: str = "n2", cpu: int = 1) -> dict[str, Any]:
@@ -115,17 +109,14 @@ def test_concurrent_writers_lose_no_update(settings: Settings) -> None:
     assert info["running"] == 1 + writers * changes
 
 
-def test_two_instances_share_a_redis_cluster() -> None:
-    r = redis.Redis.from_url(REDIS_URL)
-    r.flushdb()
-    one, two = (Client(create_app(Settings(redis_url=REDIS_URL))) for _ in range(2))
+def test_two_instances_share_a_redis_cluster(redis_url: str) -> None:
+    one, two = (Client(create_app(Settings(redis_url=redis_url))) for _ in range(2))
     one.request("PUT", "/clusters/c1", json=SNAPSHOT)
     body = {k: v for k, v in EXAMPLE.items() if k not in ("nodes", "running")} | {"cluster_id": "c1"}
     first, second = one.post("/schedule", json=body).json(), two.post("/schedule", json=body).json()
     assert first["starts"] == second["starts"] and first["reservations"] == second["reservations"]
     two.request("PATCH", "/clusters/c1", json={"changes": [started("x")]}, headers={"if-match": "1"})
     assert one.get("/clusters/c1").json()["version"] == 2
-    r.flushdb()
 
 
 def test_redis_down_inline_still_works_cached_is_503() -> None:

@@ -21,7 +21,6 @@ from app.store.changes import apply_patch
 from app.store.index import ClusterCache, IndexSource, Keys, decode_job, decode_node
 from app.store.kv import PIECE, MemoryKv, RedisKv, _pieces
 from schemas.clusters import ClusterPatch
-from tests.api.test_plan_store import REDIS_URL
 from tests.invariants import check_decision
 from tests.sched.test_contract import params_for
 from tests.strategies import common_params, snapshots_and_jobs
@@ -34,10 +33,8 @@ def cache(request: pytest.FixtureRequest) -> Iterator[ClusterCache]:
     if request.param == "memory":
         yield ClusterCache(MemoryKv())
         return
-    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
-    client.ping()
-    yield ClusterCache(RedisKv(client))
-    client.flushdb()
+    server = request.getfixturevalue("redis_server")
+    yield ClusterCache(RedisKv(redis.Redis.from_url(server.url, decode_responses=True)))
 
 
 def state(cache: ClusterCache, key: str) -> tuple[dict[str, Node], dict[str, RunningJob], dict]:  # type: ignore[type-arg]
@@ -290,8 +287,8 @@ def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, nam
     assert found.examined >= len(sub.nodes)
 
 
-def test_same_snapshot_same_candidates_on_both_stores() -> None:
-    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+def test_same_snapshot_same_candidates_on_both_stores(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
     caches = [ClusterCache(MemoryKv()), ClusterCache(RedisKv(client))]
     run = [RunningJob(f"r{i}", "q", ((f"n{i:03d}", (i % 32, 1000 * i, 0)),), 0, 100.0 + i)
            for i in range(200)]
@@ -309,7 +306,6 @@ def test_same_snapshot_same_candidates_on_both_stores() -> None:
         seen.append(sub)
     assert seen[0] == seen[1]
     assert 0 < len(seen[0].nodes) < len(cluster) / 2
-    client.flushdb()
 
 
 def test_a_500_job_pass_reads_under_5_percent_of_10000_nodes() -> None:
