@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -176,3 +175,34 @@ def test_index_decisions_are_the_same_inline_and_cached(settings: Settings) -> N
         assert index["nodes_total"] == full["nodes_total"] == 1500
         assert 0 < index["nodes_examined"] < 1500
         assert index["started"] + index["backfilled"] > 0.9 * (full["started"] + full["backfilled"])
+
+
+def test_an_unknown_or_lost_cluster_tells_the_resource_manager_to_put_it_again(settings: Settings) -> None:
+    """GET, PATCH, DELETE and a schedule on a cluster the cache does not hold: 404, type
+    `cluster_unknown`, the field that named it, and the cure (PUT it again) in the message."""
+    c = Client(create_app(settings))
+    body = {k: v for k, v in EXAMPLE.items() if k not in ("nodes", "running")} | {"cluster_id": "gone"}
+    answers = [
+        (c.get("/clusters/gone"), ["path", "cluster_id"]),
+        (c.request("PATCH", "/clusters/gone", json={"changes": [started("x")]}, headers={"if-match": "1"}),
+         ["path", "cluster_id"]),
+        (c.request("DELETE", "/clusters/gone"), ["path", "cluster_id"]),
+        (c.post("/schedule", json=body), ["body", "cluster_id"]),
+        (c.post("/schedule", json=body | {"examine": "all"}), ["body", "cluster_id"]),
+    ]
+    for r, loc in answers:
+        assert r.status_code == 404, r.text
+        (detail,) = r.json()["detail"]
+        assert (detail["type"], detail["loc"]) == ("cluster_unknown", loc)
+        assert "PUT /clusters/gone" in detail["msg"]
+
+
+def test_a_stale_writer_is_told_what_to_do(settings: Settings) -> None:
+    """409 stays for writers, with a writer's instruction: nothing changed, re-read, resend."""
+    c = Client(create_app(settings))
+    c.request("PUT", "/clusters/c1", json=SNAPSHOT)
+    c.request("PATCH", "/clusters/c1", json={"changes": [started("a")]}, headers={"if-match": "1"})
+    r = c.request("PATCH", "/clusters/c1", json={"changes": [started("b")]}, headers={"if-match": "1"})
+    assert r.status_code == 409
+    msg = r.json()["detail"][0]["msg"]
+    assert "is at version 2, not 1" in msg and "nothing was changed" in msg and "If-Match" in msg

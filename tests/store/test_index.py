@@ -224,8 +224,8 @@ def test_readers_see_the_old_state_whole_while_a_put_is_written(cache: ClusterCa
     seen = []
     write = cache.kv.bulk
 
-    def write_and_look(ops: list) -> None:  # type: ignore[type-arg]
-        write(ops)
+    def write_and_look(ops: list, **kw: object) -> None:  # type: ignore[type-arg]
+        write(ops, **kw)
         if not seen:  # the new generation is written, not yet switched to
             seen.append(cache.whole(key))
     monkeypatch.setattr(cache.kv, "bulk", write_and_look)
