@@ -5,6 +5,7 @@ SchedError                    base, never raised directly
 ├── NotFoundError             404  unknown plan_id
 │   └── ClusterUnknownError   404  unknown or lost cluster_id (type `cluster_unknown`: PUT it again)
 ├── VersionConflictError      409  stale If-Match
+│   └── ClusterBehindError    409  If-Match ahead of the cache: it lost acknowledged changes (PUT again)
 ├── PayloadTooLargeError      413  body over Settings.max_body_bytes
 └── StoreUnavailableError     503  the cache store cannot be reached
 """
@@ -66,3 +67,11 @@ class PayloadTooLargeError(SchedError):
 
 class StoreUnavailableError(SchedError):
     pass
+
+
+class ClusterBehindError(VersionConflictError):
+    """If-Match names a version the cache never reached: it lost changes it had acknowledged
+    (a cache restart that kept only part, or nothing, of the last writes). Only a PUT mends it."""
+
+    type = "cluster_behind"
+    loc = ("header", "if-match")

@@ -34,7 +34,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from app.errors import ClusterUnknownError, StoreUnavailableError, VersionConflictError
+from app.errors import ClusterBehindError, ClusterUnknownError, StoreUnavailableError, VersionConflictError
 from app.sched.model import CapacityType, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster
 from app.sched.narrow import Bucket, Narrowed
 from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
@@ -261,6 +261,11 @@ class ClusterCache:
         k.at(gen or "")
         if live != "1" and must_exist:
             raise ClusterUnknownError(_name(k))
+        if if_match is not None and int(version or 0) < if_match:
+            raise ClusterBehindError(
+                f"cluster {_name(k)!r} is at version {int(version or 0)}, behind the {if_match} you were "
+                "given: the cache lost changes it had acknowledged (it restarted without them). "
+                f"PUT /clusters/{_name(k)} with the whole snapshot, then PATCH from the new version")
         if if_match is not None and int(version or 0) != if_match:
             raise _stale(k, if_match, version)
         return tx

@@ -206,3 +206,15 @@ def test_a_stale_writer_is_told_what_to_do(settings: Settings) -> None:
     assert r.status_code == 409
     msg = r.json()["detail"][0]["msg"]
     assert "is at version 2, not 1" in msg and "nothing was changed" in msg and "If-Match" in msg
+
+
+def test_an_if_match_ahead_of_the_cache_says_it_lost_changes(settings: Settings) -> None:
+    """A cache that lost acknowledged PATCHes (restarted with part of them) is behind the version
+    the writer holds: 409 `cluster_behind`, telling it to PUT again, never a silent mismatch."""
+    c = Client(create_app(settings))
+    c.request("PUT", "/clusters/c1", json=SNAPSHOT)
+    r = c.request("PATCH", "/clusters/c1", json={"changes": [started("a")]}, headers={"if-match": "7"})
+    assert r.status_code == 409
+    (detail,) = r.json()["detail"]
+    assert (detail["type"], detail["loc"]) == ("cluster_behind", ["header", "if-match"])
+    assert "PUT /clusters/c1" in detail["msg"] and "at version 1, behind the 7" in detail["msg"]
