@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -238,7 +238,8 @@ class ClusterCache:
                 return fn(self._checked(tx, k), k)
         for _ in range(OPTIMISTIC_READS):
             try:
-                return fn(self._checked(RedisReadTx(self.kv.r, k.meta), k), k)
+                reads = cast(Tx, RedisReadTx(self.kv.r, k.meta))  # fn only reads
+                return fn(self._checked(reads, k), k)
             except Moved:
                 k = Keys(key)
         return ClusterCache(copy_generation(self.kv.r, k.meta, k.root), self.rules).read(key, fn)

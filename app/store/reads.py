@@ -48,7 +48,8 @@ class RedisReadTx:
         pipe.hget(self.guard, "version")
         for name, args in queue:
             if name == "zrange":
-                pipe.zrange(*args, withscores=True)  # type: ignore[arg-type]
+                key, first, last = args
+                pipe.zrange(key, first, last, withscores=True)  # type: ignore[arg-type]
             else:
                 getattr(pipe, name)(*args)
         try:
@@ -74,7 +75,7 @@ class RedisReadTx:
         return self._one("hgetall", key)  # type: ignore[return-value]
 
     def hlen(self, key: str) -> int:
-        return int(self._one("hlen", key))  # type: ignore[call-overload]
+        return int(str(self._one("hlen", key)))
 
     def zrange_many(self, ranges: list[tuple[str, int, int]]) -> list[list[tuple[str, float]]]:
         if not ranges:
