@@ -154,27 +154,27 @@ def test_documented_examples_work(client: Client) -> None:
     assert r.status_code == 200 and r.json()["running"] == 1
 
 
-def test_index_decisions_are_the_same_inline_and_cached(settings: Settings) -> None:
+@pytest.mark.parametrize("policy", ["easy", "conservative", pytest.param("priority", marks=pytest.mark.slow)])
+def test_index_decisions_are_the_same_inline_and_cached(settings: Settings, policy: str) -> None:
     """`examine: index` on an inline snapshot, and on the same cluster cached (in process or in
     Redis), give the same answer; `examine: all` on the cached cluster gives the inline answer."""
     from bench.workload import cluster, pending, request_body
 
     snap = cluster(1500)
     c = Client(create_app(settings))
-    for policy in ("easy", "conservative", "priority"):
-        body = request_body(snap, pending(300), policy)
-        put = c.request("PUT", "/clusters/big", json={k: body[k] for k in ("nodes", "running")})
-        assert put.status_code == 200
-        cached = {k: v for k, v in body.items() if k not in ("nodes", "running")} | {"cluster_id": "big"}
-        answers = [c.post("/schedule", json=b).json() for b in (
-            body | {"examine": "index"}, cached, body, cached | {"examine": "all"})]
-        for key in ("starts", "reservations", "migrations", "pending", "priorities"):
-            assert answers[0][key] == answers[1][key], (policy, key)
-            assert answers[2][key] == answers[3][key], (policy, key)
-        index, full = answers[1]["summary"], answers[2]["summary"]
-        assert index["nodes_total"] == full["nodes_total"] == 1500
-        assert 0 < index["nodes_examined"] < 1500
-        assert index["started"] + index["backfilled"] > 0.9 * (full["started"] + full["backfilled"])
+    body = request_body(snap, pending(300), policy)
+    put = c.request("PUT", "/clusters/big", json={k: body[k] for k in ("nodes", "running")})
+    assert put.status_code == 200
+    cached = {k: v for k, v in body.items() if k not in ("nodes", "running")} | {"cluster_id": "big"}
+    answers = [c.post("/schedule", json=b).json() for b in (
+        body | {"examine": "index"}, cached, body, cached | {"examine": "all"})]
+    for key in ("starts", "reservations", "migrations", "pending", "priorities"):
+        assert answers[0][key] == answers[1][key], (policy, key)
+        assert answers[2][key] == answers[3][key], (policy, key)
+    index, full = answers[1]["summary"], answers[2]["summary"]
+    assert index["nodes_total"] == full["nodes_total"] == 1500
+    assert 0 < index["nodes_examined"] < 1500
+    assert index["started"] + index["backfilled"] > 0.9 * (full["started"] + full["backfilled"])
 
 
 def test_an_unknown_or_lost_cluster_tells_the_resource_manager_to_put_it_again(settings: Settings) -> None:

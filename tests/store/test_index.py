@@ -264,27 +264,34 @@ def test_churn_within_the_thresholds_moves_nothing(cache: ClusterCache) -> None:
     assert index_problems(cache, key) == []
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("examples", [20, pytest.param(200, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["easy", "conservative", "memory_backfill", "priority"])
-@given(case=snapshots_and_jobs(), common=common_params())
-def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, name, case, common) -> None:  # noqa: ANN001
-    """Judged against the whole snapshot: no over-commit, no delayed reservation, honest reasons."""
-    snap, jobs = case
-    params = params_for(name, common, None)
-    cache.put("t:pass", snap.nodes, snap.running)
+def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, name: str,
+                                                        examples: int) -> None:
+    """Judged against the whole snapshot: no over-commit, no delayed reservation, honest reasons
+    (20 examples per store and policy in the quick run, 200 in the slow one)."""
     rules = NarrowRules(page=2, reserve_nodes=1)  # small pages: the candidates are a real subset
 
-    def read(tx, k):  # noqa: ANN001, ANN202
-        src = IndexSource(tx, k)
-        found = narrow(src, jobs, rules, src.queues() if params.migration else None)
-        return src.snapshot(snap.now, found), found
+    @settings(max_examples=examples, deadline=None)
+    @given(case=snapshots_and_jobs(), common=common_params())
+    def one(case, common) -> None:  # noqa: ANN001
+        snap, jobs = case
+        params = params_for(name, common, None)
+        cache.put("t:pass", snap.nodes, snap.running)
 
-    sub, found = cache.read("t:pass", read)
-    assert {n.id for n in sub.nodes} <= {n.id for n in snap.nodes}
-    decision = decide(sub, jobs, name, params)
-    assert check_decision(snap, jobs, decision, params.time_grain_s) == []
-    assert decision.summary.nodes_total == len(snap.nodes)
-    assert found.examined >= len(sub.nodes)
+        def read(tx, k):  # noqa: ANN001, ANN202
+            src = IndexSource(tx, k)
+            found = narrow(src, jobs, rules, src.queues() if params.migration else None)
+            return src.snapshot(snap.now, found), found
+
+        sub, found = cache.read("t:pass", read)
+        assert {n.id for n in sub.nodes} <= {n.id for n in snap.nodes}
+        decision = decide(sub, jobs, name, params)
+        assert check_decision(snap, jobs, decision, params.time_grain_s) == []
+        assert decision.summary.nodes_total == len(snap.nodes)
+        assert found.examined >= len(sub.nodes)
+
+    one()
 
 
 def test_same_snapshot_same_candidates_on_both_stores(redis_url: str) -> None:
