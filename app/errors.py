@@ -2,8 +2,10 @@
 
 SchedError                    base, never raised directly
 ├── InputError(ValueError)    422  `errors`: every problem found, each with loc, msg, type
-├── NotFoundError             404  unknown cluster_id / plan_id
+├── NotFoundError             404  unknown plan_id
+│   └── ClusterUnknownError   404  unknown or lost cluster_id (type `cluster_unknown`: PUT it again)
 ├── VersionConflictError      409  stale If-Match
+│   └── ClusterBehindError    409  If-Match ahead of the cache: it lost acknowledged changes (PUT again)
 ├── PayloadTooLargeError      413  body over Settings.max_body_bytes
 └── StoreUnavailableError     503  the cache store cannot be reached
 """
@@ -38,6 +40,23 @@ class NotFoundError(SchedError):
     pass
 
 
+class ClusterUnknownError(NotFoundError):
+    """The cache holds no such cluster: never PUT, deleted, or lost when the cache restarted
+    without persistence. The resource manager's cure is the same in each case: PUT it again."""
+
+    type = "cluster_unknown"
+
+    def __init__(self, cluster_id: str, loc: tuple[str | int, ...] = ("path", "cluster_id")) -> None:
+        self.cluster_id, self.loc = cluster_id, loc
+        super().__init__(
+            f"the cache holds no cluster {cluster_id!r} (never loaded, deleted, or lost when the "
+            f"cache restarted without persistence): PUT /clusters/{cluster_id} with the whole "
+            "snapshot, then send this request again")
+
+    def at(self, loc: tuple[str | int, ...]) -> ClusterUnknownError:
+        return ClusterUnknownError(self.cluster_id, loc)
+
+
 class VersionConflictError(SchedError):
     pass
 
@@ -48,3 +67,11 @@ class PayloadTooLargeError(SchedError):
 
 class StoreUnavailableError(SchedError):
     pass
+
+
+class ClusterBehindError(VersionConflictError):
+    """If-Match names a version the cache never reached: it lost changes it had acknowledged
+    (a cache restart that kept only part, or nothing, of the last writes). Only a PUT mends it."""
+
+    type = "cluster_behind"
+    loc = ("header", "if-match")

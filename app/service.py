@@ -10,7 +10,7 @@ from app.clusters import check_pending, checked
 from app.convert import check_snapshot, decision_to_wire, job_from_wire, params_from_wire, snapshot_from_wire
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
 from app.convert_sim import result_to_wire, workload_from_wire
-from app.errors import NotFoundError, StoreUnavailableError
+from app.errors import ClusterUnknownError, NotFoundError, StoreUnavailableError
 from app.sched.model import Job, Snapshot
 from app.sched.narrow import NarrowRules, narrow
 from app.sched.registry import decide
@@ -35,16 +35,20 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache
     t0 = time.perf_counter()
     name, params = params_from_wire(req.policy)
     examine = req.examine or ("all" if req.cluster_id is None else "index")
-    examined = None
-    if req.cluster_id is None and examine == "all":
-        snapshot, jobs = snapshot_from_wire(req, check_snapshot(req))
-    elif examine == "all":
-        snapshot, jobs = _cached_whole(_needs(clusters), _key(tenant, req.cluster_id), req)
-    else:
-        cache, key = _index_of(req, clusters, tenant)
-        queues = "all" if params.migration is not None else None
-        rules = rules or NarrowRules(reserve_all=params.reservation_depth > 1)
-        snapshot, jobs, examined = cache.read(key, lambda tx, k: _narrowed(tx, k, req, rules, queues))
+    examined = version = None
+    try:
+        if req.cluster_id is None and examine == "all":
+            snapshot, jobs = snapshot_from_wire(req, check_snapshot(req))
+        elif examine == "all":
+            version, snapshot, jobs = _cached_whole(_needs(clusters), _key(tenant, req.cluster_id), req)
+        else:
+            cache, key = _index_of(req, clusters, tenant)
+            queues = "all" if params.migration is not None else None
+            rules = rules or NarrowRules(reserve_all=params.reservation_depth > 1)
+            version, snapshot, jobs, examined = cache.read(
+                key, lambda tx, k: _narrowed(tx, k, req, rules, queues))
+    except ClusterUnknownError as exc:
+        raise exc.at(("body", "cluster_id")) from None
     t1 = time.perf_counter()
     decision = decide(snapshot, jobs, name, params)
     if examined is not None:
@@ -52,7 +56,9 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache
     t2 = time.perf_counter()
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "schedule": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())
-    return decision_to_wire(decision, name, timing)
+    resp = decision_to_wire(decision, name, timing)
+    resp.summary.cluster_version = version if req.cluster_id is not None else None
+    return resp
 
 
 def _needs(clusters: ClusterCache | None) -> ClusterCache:
@@ -72,21 +78,22 @@ def _index_of(req: ScheduleRequest, clusters: ClusterCache | None, tenant: str) 
 
 
 def _narrowed(tx: Tx, k: Keys, req: ScheduleRequest, rules: NarrowRules,
-              queues: str | None) -> tuple[Snapshot, list[Job], int]:
+              queues: str | None) -> tuple[int, Snapshot, list[Job], int]:
     src = IndexSource(tx, k)
     check_pending(req.pending, tx.hlen(k.node), lambda ids: src.nodes(ids).keys(),
                   lambda ids: [j.id for j in src.running(ids)])
     jobs = [job_from_wire(p) for p in req.pending]
     narrowed = narrow(src, jobs, rules, src.queues() if queues else None)
-    return src.snapshot(req.now, narrowed), jobs, narrowed.examined
+    return src.version, src.snapshot(req.now, narrowed), jobs, narrowed.examined
 
 
-def _cached_whole(cache: ClusterCache, key: str, req: ScheduleRequest) -> tuple[Snapshot, list[Job]]:
-    _, nodes, running = cache.whole(key)
+def _cached_whole(cache: ClusterCache, key: str, req: ScheduleRequest
+                  ) -> tuple[int, Snapshot, list[Job]]:
+    version, nodes, running = cache.whole(key)
     ids = {n.id for n in nodes}
     check_pending(req.pending, len(nodes), lambda x: ids.intersection(x),
                   lambda x: {r.id for r in running}.intersection(x))
-    return Snapshot(req.now, tuple(nodes), tuple(running)), [job_from_wire(p) for p in req.pending]
+    return version, Snapshot(req.now, tuple(nodes), tuple(running)), [job_from_wire(p) for p in req.pending]
 
 
 def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: int,
@@ -159,4 +166,4 @@ def get_cluster(cache: ClusterCache, tenant: str, cluster_id: str) -> ClusterOut
 
 def delete_cluster(cache: ClusterCache, tenant: str, cluster_id: str) -> None:
     if not cache.delete(_key(tenant, cluster_id)):
-        raise NotFoundError(f"no cluster {cluster_id!r}")
+        raise ClusterUnknownError(cluster_id)

@@ -14,7 +14,9 @@ import gc
 import random
 import statistics
 import sys
+import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,6 +36,7 @@ from bench.common import finish  # noqa: E402
 from bench.workload import cluster, pending, request_body  # noqa: E402
 from schemas.clusters import ClusterPatch  # noqa: E402
 from schemas.schedule import ScheduleRequest  # noqa: E402
+from tests.redis_server import RedisServer  # noqa: E402
 
 console = Console(width=160)
 cli = typer.Typer(add_completion=False)
@@ -95,10 +98,23 @@ def rows_for(store: str, cache: ClusterCache, n: int, jobs_body: list[dict[str, 
 @cli.command()
 def main(nodes: str = "10000,100000", jobs: int = 2000, policy: str = "easy", repeat: int = 3,
          patches: int = 50, batch: int = 20,
-         redis_url: Annotated[str, typer.Option(help="a Redis to use (db flushed)")] = "redis://127.0.0.1:6379/14",
+         redis_url: Annotated[str | None, typer.Option(
+             help="a Redis you give to be wiped (FLUSHDB); default: a redis-server of its own on a "
+                  "free port, stopped at the end")] = None,
          json_out: Annotated[Path | None, typer.Option("--json")] = None) -> None:
     _, gen1, gen2 = gc.get_threshold()  # as the service sets it (HPCSCHED_GC_GEN0_THRESHOLD)
     gc.set_threshold(Settings().gc_gen0_threshold, gen1, gen2)
+    with ExitStack() as stack:
+        if redis_url is None:
+            server = RedisServer(Path(stack.enter_context(tempfile.TemporaryDirectory()))).start()
+            stack.callback(server.stop)
+            redis_url = server.url
+        rows = measure(redis_url, nodes, jobs, policy, repeat, patches, batch)
+    report(rows, policy, jobs, batch, json_out)
+
+
+def measure(redis_url: str, nodes: str, jobs: int, policy: str, repeat: int, patches: int,
+            batch: int) -> list[dict]:  # type: ignore[type-arg]
     client = redis.Redis.from_url(redis_url, decode_responses=True)
     client.flushdb()
     snap = cluster(10)
@@ -111,6 +127,11 @@ def main(nodes: str = "10000,100000", jobs: int = 2000, policy: str = "easy", re
             rows.append(rows_for(store, make(), n, jobs_body, policy, repeat, patches, batch))
             console.log(rows[-1])
     client.flushdb()
+    return rows
+
+
+def report(rows: list[dict], policy: str, jobs: int, batch: int,  # type: ignore[type-arg]
+           json_out: Path | None) -> None:
     table = Table(title=f"Decisions from the cluster index ({policy}, {jobs} pending jobs), PUT, PATCH "
                         f"({batch} changes each)")
     for c in rows[0]:

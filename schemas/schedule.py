@@ -132,6 +132,9 @@ class SummaryOut(BaseModel):
     nodes_examined: int
     queue_load: dict[str, float]
     timing_ms: dict[str, float]
+    cluster_version: int | None = Field(
+        None, description="with `cluster_id`: the version of the cached cluster this pass read, "
+        "whole (as in its ETag); null for an inline snapshot")
 
 
 class ScheduleResponse(BaseModel):

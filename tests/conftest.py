@@ -1,9 +1,11 @@
-"""Shared fixtures: the app over real HTTP semantics through httpx's ASGI transport."""
+"""Shared fixtures: the app over real HTTP semantics through httpx's ASGI transport, and a real
+redis-server the session starts on a free port (never a Redis it did not start)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -12,6 +14,7 @@ from hypothesis import settings
 
 from app.main import create_app
 from app.settings import Settings
+from tests.redis_server import BINARY, MISSING, RedisServer
 
 settings.register_profile("dev", max_examples=60, deadline=None)
 settings.register_profile("ci", max_examples=200, deadline=None)
@@ -46,3 +49,20 @@ def client() -> Iterator[Client]:
 async def chunks(data: bytes, size: int = 4096) -> AsyncIterator[bytes]:
     for i in range(0, len(data), size):
         yield data[i : i + size]
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A redis-server of the session's own (no persistence), stopped at the end."""
+    if BINARY is None:
+        pytest.skip(MISSING)
+    server = RedisServer(Path(tmp_path_factory.mktemp("redis"))).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    """The session's Redis, emptied for this test (it is ours to wipe)."""
+    redis_server.client().flushall()
+    return redis_server.url

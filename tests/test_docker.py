@@ -28,7 +28,7 @@ def test_compose_runs_the_service_after_a_healthy_redis() -> None:
     app, redis = services["hpcsched"], services["redis"]
     assert app["build"] == {"context": "..", "dockerfile": "docker/Dockerfile"}
     assert app["image"].startswith("hpcsched:")
-    assert app["ports"] == ["8000:8000"]
+    assert app["ports"] == ["${HPCSCHED_BIND:-127.0.0.1}:${HPCSCHED_PORT:-8000}:8000"]  # loopback unless told
     assert app["depends_on"] == {"redis": {"condition": "service_healthy"}}
     assert app["environment"]["REDIS_URL"] == "redis://redis:6379/0"
     assert "readyz" in " ".join(app["healthcheck"]["test"])
@@ -49,3 +49,17 @@ def test_dockerfile_starts_the_documented_command() -> None:
     started = cmd[2].removeprefix("exec ")
     assert f"\n{started}\n" in README, "README shows the command the container runs"
     assert "docker compose -f docker/compose.yaml up" in README
+
+
+def test_compose_redis_persists_and_settings_pass_through() -> None:
+    """Redis keeps an append-only file on a named volume (a restart keeps the cached clusters), and
+    the service's settings, API keys first, come from the environment."""
+    redis, app = COMPOSE["services"]["redis"], COMPOSE["services"]["hpcsched"]
+    cmd = redis["command"]
+    assert cmd[cmd.index("--appendonly") + 1] == "yes"
+    assert redis["volumes"] == ["redis-data:/data"] and "redis-data" in COMPOSE["volumes"]
+    env = app["environment"]
+    assert env["HPCSCHED_API_KEYS"] == "${HPCSCHED_API_KEYS:-}"
+    for name, value in env.items():
+        if name != "REDIS_URL":
+            assert value.startswith("${" + name), f"{name} is not taken from the environment"

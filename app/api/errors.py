@@ -49,7 +49,8 @@ def install(app: FastAPI) -> None:
         if isinstance(exc, InputError):
             detail = [{"loc": list(e.loc), "msg": e.msg, "type": e.type} for e in exc.errors]
             return JSONResponse({"detail": detail}, status_code=status)
-        return JSONResponse(error_body([], str(exc), type(exc).__name__), status_code=status)
+        loc, kind = list(getattr(exc, "loc", [])), getattr(exc, "type", type(exc).__name__)
+        return JSONResponse(error_body(loc, str(exc), kind), status_code=status)
 
     @app.exception_handler(ValidationError)
     async def pydantic_error(request: Request, exc: ValidationError) -> JSONResponse:

@@ -12,10 +12,14 @@ inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:
 - `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
   and each queue's load are known without reading the nodes.
 
-A PUT writes a new generation piece by piece (nobody reads it yet), then switches `meta` to it in
-one small transaction and frees the old one: a big snapshot never blocks Redis in one long EXEC,
-and readers see the old state or the new one, never a mix. A writer that dies before the switch
-leaves an unreachable generation behind, never a half-written state.
+A PUT writes a new generation piece by piece (nobody reads it yet; every key expires unless
+switched to), then switches `meta` to it in one small transaction that makes it permanent, and
+frees the old one: a big snapshot never blocks Redis in one long EXEC, and readers see the old
+state or the new one, never a mix. A PUT that fails removes its copy; one whose process dies
+leaves keys that expire (`STAGING_TTL_S`), never a half-written state.
+
+Reads (`read`, `summary`, `whole`) see one version whole and are never refused because a writer
+moved the state (`app.store.reads`); only writers get a 409.
 """
 
 from __future__ import annotations
@@ -26,20 +30,23 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
-from app.errors import NotFoundError, VersionConflictError
+from app.errors import ClusterBehindError, ClusterUnknownError, StoreUnavailableError, VersionConflictError
 from app.sched.model import CapacityType, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster
 from app.sched.narrow import Bucket, Narrowed
 from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
 from app.sched.selectors.fragment import fragment_scores
 from app.store.kv import Conflict, MemoryKv, RedisKv, Tx, Writes
+from app.store.reads import Moved, RedisReadTx, copy_generation
 
 PREFIX = "hpcsched:cl:"
 T = TypeVar("T")
 RETRIES = 5
+OPTIMISTIC_READS = 3  # reads interleaved by writers this often fall back to an atomic copy
+STAGING_TTL_S = 3600  # a PUT's staged generation expires unless switched to within this
 
 
 class Keys:
@@ -128,25 +135,44 @@ class ClusterCache:
     # --- writes ----------------------------------------------------------------------------------
     def put(self, key: str, nodes: Sequence[Node], running: Sequence[RunningJob]) -> int:
         """Replace the cluster with this snapshot (nodes' alloc = what `running` holds): written as a
-        new generation, then switched to."""
+        new generation that expires unless switched to, then switched to (and made permanent)."""
         new = Keys(key, uuid.uuid4().hex[:12])
         staged = Writes()
         self._fill(staged, new, nodes, running)
-        self.kv.bulk(staged.ops)
-        for attempt in range(RETRIES):  # last writer wins: a PATCH or PUT in between only retries
+        written = sorted({op[1] for op in staged.ops})
+        try:
+            self.kv.bulk(staged.ops, expire_s=STAGING_TTL_S)
+            version, old = self._switch(key, new, written)
+        except BaseException:
+            self._forget(written)  # best effort; the expiry frees what this cannot
+            raise
+        self.kv.bulk([("delete", old)])
+        return version
+
+    def _switch(self, key: str, new: Keys, written: list[str]) -> tuple[int, list[str]]:
+        """Point `meta` at the staged generation (last writer wins: a PATCH or PUT in between only
+        retries); answers the version and the keys of the generation it replaced."""
+        for attempt in range(RETRIES):
             try:
                 k = Keys(key)
                 with self._tx(k, must_exist=False) as tx:
+                    if tx.exists(written) != len(written):
+                        raise StoreUnavailableError("the PUT's staged copy expired before it was "
+                                                    "complete (the cache stalled): send the PUT again")
                     old = _generation_keys(tx, k)
+                    tx.persist(written)
                     tx.hset(k.meta, {"gen": new.gen})
-                    version = self._bump(tx, k)
-                break
+                    return self._bump(tx, k), old
             except VersionConflictError:
                 if attempt == RETRIES - 1:
-                    self.kv.bulk([("delete", sorted({op[1] for op in staged.ops}))])
                     raise
-        self.kv.bulk([("delete", old)])
-        return version
+        raise AssertionError("unreachable")
+
+    def _forget(self, keys: list[str]) -> None:
+        try:
+            self.kv.bulk([("delete", keys)])
+        except StoreUnavailableError:
+            pass
 
     def _fill(self, w: Writes, k: Keys, nodes: Sequence[Node], running: Sequence[RunningJob]) -> None:
         jobs_on: dict[str, list[str]] = {}
@@ -180,7 +206,7 @@ class ClusterCache:
                 old = _generation_keys(tx, k)
                 tx.hset(k.meta, {"live": 0, "gen": ""})
                 tx.hincrby(k.meta, "version", 1)
-        except NotFoundError:
+        except ClusterUnknownError:
             return False
         self.kv.bulk([("delete", old)])
         return True
@@ -204,31 +230,46 @@ class ClusterCache:
         return self.read(key, read)
 
     def read(self, key: str, fn: Callable[[Tx, Keys], T]) -> T:
-        """fn's answer over one consistent version of the cluster (retried if a writer interleaves)."""
+        """fn's answer over one whole version of the cluster. Never refused because a writer moved
+        the state: on Redis, after a few tries interleaved by writers, fn runs on an atomic copy."""
         k = Keys(key)
-        for attempt in range(RETRIES):
+        if isinstance(self.kv, MemoryKv):  # one lock for the whole read: nothing interleaves
+            with self.kv.tx(k.meta) as tx:
+                return fn(self._checked(tx, k), k)
+        for _ in range(OPTIMISTIC_READS):
             try:
-                with self._tx(k) as tx:
-                    return fn(tx, k)
-            except VersionConflictError:
-                if attempt == RETRIES - 1:
-                    raise
-        raise AssertionError("unreachable")
+                reads = cast(Tx, RedisReadTx(self.kv.r, k.meta))  # fn only reads
+                return fn(self._checked(reads, k), k)
+            except Moved:
+                k = Keys(key)
+        return ClusterCache(copy_generation(self.kv.r, k.meta, k.root), self.rules).read(key, fn)
 
     # --- helpers ----------------------------------------------------------------------------------
     @contextmanager
     def _tx(self, k: Keys, if_match: int | None = None, must_exist: bool = True) -> Iterator[Tx]:
+        """A write transaction on the version `k` names (409 when If-Match is stale or a writer
+        commits first)."""
         try:
             with self.kv.tx(k.meta) as tx:
-                live, version, gen = tx.hmget(k.meta, ["live", "version", "gen"])
-                k.at(gen or "")
-                if live != "1" and must_exist:
-                    raise NotFoundError(f"no cluster {_name(k)!r}")
-                if if_match is not None and int(version or 0) != if_match:
-                    raise _stale(k, if_match, version)
-                yield tx
+                yield self._checked(tx, k, if_match, must_exist)
         except Conflict as exc:
             raise _stale(k, if_match, None) from exc
+
+    @staticmethod
+    def _checked(tx: Tx, k: Keys, if_match: int | None = None, must_exist: bool = True) -> Tx:
+        """`tx`, once `k` points at the generation `meta` names and the cluster is as required."""
+        live, version, gen = tx.hmget(k.meta, ["live", "version", "gen"])
+        k.at(gen or "")
+        if live != "1" and must_exist:
+            raise ClusterUnknownError(_name(k))
+        if if_match is not None and int(version or 0) < if_match:
+            raise ClusterBehindError(
+                f"cluster {_name(k)!r} is at version {int(version or 0)}, behind the {if_match} you were "
+                "given: the cache lost changes it had acknowledged (it restarted without them). "
+                f"PUT /clusters/{_name(k)} with the whole snapshot, then PATCH from the new version")
+        if if_match is not None and int(version or 0) != if_match:
+            raise _stale(k, if_match, version)
+        return tx
 
     @staticmethod
     def _bump(tx: Tx, k: Keys) -> int:
@@ -257,9 +298,14 @@ def _name(k: Keys) -> str:
 
 
 def _stale(k: Keys, if_match: int | None, version: str | None) -> VersionConflictError:
+    """A writer's 409 (readers never get one)."""
+    if if_match is None:
+        return VersionConflictError(f"cluster {_name(k)!r} kept changing while this write tried to land "
+                                    f"({RETRIES} tries): send it again")
     now = f"is at version {version}" if version is not None else "changed meanwhile"
-    return VersionConflictError(f"cluster {_name(k)!r} {now}, not {if_match}: read it again and "
-                                "resend the changes")
+    return VersionConflictError(f"cluster {_name(k)!r} {now}, not {if_match}: nothing was changed; "
+                                "GET it (or use your last answer's version), then send your changes "
+                                "again with that If-Match")
 
 
 def _partitions(k: Keys, zkeys: list[str], sizes: list[int], ends: list[list[tuple[str, float]]]

@@ -42,6 +42,7 @@ class Tx(Protocol):
     def zrange_many(self, ranges: list[tuple[str, int, int]]) -> list[list[tuple[str, float]]]: ...
     def zcard_many(self, keys: list[str]) -> list[int]: ...
     def smembers(self, key: str) -> set[str]: ...
+    def exists(self, keys: list[str]) -> int: ...
     def hset(self, key: str, mapping: dict[str, object]) -> None: ...
     def hdel(self, key: str, fields: list[str]) -> None: ...
     def hincrby(self, key: str, field: str, n: int) -> None: ...
@@ -49,6 +50,7 @@ class Tx(Protocol):
     def zrem(self, key: str, members: list[str]) -> None: ...
     def sadd(self, key: str, members: list[str]) -> None: ...
     def delete(self, keys: list[str]) -> None: ...
+    def persist(self, keys: list[str]) -> None: ...
 
 
 class Writes:
@@ -83,6 +85,10 @@ class Writes:
     def delete(self, keys: list[str]) -> None:
         self._add("delete", keys)
 
+    def persist(self, keys: list[str]) -> None:
+        """Keep keys written by `bulk(..., expire_s=)` for good."""
+        self._add("persist", keys)
+
 
 class MemoryKv:
     """Dicts and sorted lists behind one lock; the in-process default."""
@@ -103,8 +109,9 @@ class MemoryKv:
             for name, *args in t.ops:
                 getattr(self, "_" + name)(*args)
 
-    def bulk(self, ops: list[Op]) -> None:
-        """Apply writes piece by piece, letting other threads in between."""
+    def bulk(self, ops: list[Op], expire_s: int | None = None) -> None:
+        """Apply writes piece by piece, letting other threads in between (`expire_s` matters only
+        to Redis: what a dead process leaves in its memory dies with it)."""
         for op in _pieces(ops):
             with self._lock:
                 getattr(self, "_" + op[0])(*op[1:])
@@ -140,6 +147,9 @@ class MemoryKv:
 
     def _sadd(self, key: str, members: list[str]) -> None:
         self._sets.setdefault(key, set()).update(members)
+
+    def _persist(self, keys: list[str]) -> None:
+        pass
 
     def _delete(self, keys: list[str]) -> None:
         for k in keys:
@@ -180,6 +190,10 @@ class _MemoryTx(Writes):
     def smembers(self, key: str) -> set[str]:
         return set(self.kv._sets.get(key, set()))
 
+    def exists(self, keys: list[str]) -> int:
+        kv = self.kv
+        return sum(k in kv._hashes or k in kv._zsets or k in kv._sets for k in keys)
+
 
 class RedisKv:
     """The same on a Redis server: WATCH/MULTI/EXEC transactions, batched reads."""
@@ -206,14 +220,17 @@ class RedisKv:
         except redis.RedisError as exc:
             raise StoreUnavailableError(f"the cluster cache (Redis) cannot be reached: {exc}") from exc
 
-
-    def bulk(self, ops: list[Op]) -> None:
+    def bulk(self, ops: list[Op], expire_s: int | None = None) -> None:
         """Apply writes piece by piece, a pipeline (not a transaction) of up to 50 pieces at a time;
-        keys are freed with UNLINK, in the background of the server."""
+        keys are freed with UNLINK, in the background of the server. With `expire_s`, each key
+        written expires unless made permanent (`persist`) by then: a writer that dies half-way
+        leaves nothing behind for good."""
         try:
             batch = self.r.pipeline(transaction=False)
             for i, op in enumerate(_pieces(ops), 1):
                 _queue(batch, *op)
+                if expire_s and op[0] != "delete":
+                    batch.expire(op[1], expire_s)
                 if i % 50 == 0:
                     batch.execute()
             batch.execute()
@@ -254,6 +271,9 @@ class _RedisTx(Writes):
     def smembers(self, key: str) -> set[str]:
         return self.pipe.smembers(key)  # type: ignore[return-value]
 
+    def exists(self, keys: list[str]) -> int:
+        return int(self.pipe.exists(*keys)) if keys else 0  # type: ignore[arg-type]
+
 
 def _queue(pipe: redis.client.Pipeline, name: str, key: object, arg: object = None,
            n: int = 0) -> None:
@@ -266,6 +286,9 @@ def _queue(pipe: redis.client.Pipeline, name: str, key: object, arg: object = No
         pipe.zadd(key, arg)  # type: ignore[arg-type]
     elif name == "delete":
         pipe.unlink(*key)  # type: ignore[misc]
+    elif name == "persist":
+        for k in key:  # type: ignore[attr-defined]
+            pipe.persist(k)
     else:  # hdel, zrem, sadd: key and a list of fields or members
         getattr(pipe, name)(key, *arg)  # type: ignore[misc]
 

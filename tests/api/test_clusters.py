@@ -5,31 +5,24 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import redis
 
 from app.main import create_app
 from app.settings import Settings
 from schemas.schedule import EXAMPLE
-from tests.api.test_plan_store import DEAD_URL, REDIS_URL
+from tests.api.test_plan_store import DEAD_URL
 from tests.conftest import Client
 
 SNAPSHOT = {"nodes": EXAMPLE["nodes"], "running": EXAMPLE["running"]}
 
 
 @pytest.fixture(params=["memory", "redis"])
-def settings(request: pytest.FixtureRequest) -> Iterator[Settings]:
+def settings(request: pytest.FixtureRequest) -> Settings:
     if request.param == "memory":
-        yield Settings()
-        return
-    r = redis.Redis.from_url(REDIS_URL)
-    r.ping()
-    r.flushdb()
-    yield Settings(redis_url=REDIS_URL)
-    r.flushdb()
+        return Settings()
+    return Settings(redis_url=request.getfixturevalue("redis_url"))
 
 
 def started(job_id: str, node: str = "n2", cpu: int = 1) -> dict[str, Any]:
@@ -115,17 +108,14 @@ def test_concurrent_writers_lose_no_update(settings: Settings) -> None:
     assert info["running"] == 1 + writers * changes
 
 
-def test_two_instances_share_a_redis_cluster() -> None:
-    r = redis.Redis.from_url(REDIS_URL)
-    r.flushdb()
-    one, two = (Client(create_app(Settings(redis_url=REDIS_URL))) for _ in range(2))
+def test_two_instances_share_a_redis_cluster(redis_url: str) -> None:
+    one, two = (Client(create_app(Settings(redis_url=redis_url))) for _ in range(2))
     one.request("PUT", "/clusters/c1", json=SNAPSHOT)
     body = {k: v for k, v in EXAMPLE.items() if k not in ("nodes", "running")} | {"cluster_id": "c1"}
     first, second = one.post("/schedule", json=body).json(), two.post("/schedule", json=body).json()
     assert first["starts"] == second["starts"] and first["reservations"] == second["reservations"]
     two.request("PATCH", "/clusters/c1", json={"changes": [started("x")]}, headers={"if-match": "1"})
     assert one.get("/clusters/c1").json()["version"] == 2
-    r.flushdb()
 
 
 def test_redis_down_inline_still_works_cached_is_503() -> None:
@@ -164,24 +154,67 @@ def test_documented_examples_work(client: Client) -> None:
     assert r.status_code == 200 and r.json()["running"] == 1
 
 
-def test_index_decisions_are_the_same_inline_and_cached(settings: Settings) -> None:
+@pytest.mark.parametrize("policy", ["easy", "conservative", pytest.param("priority", marks=pytest.mark.slow)])
+def test_index_decisions_are_the_same_inline_and_cached(settings: Settings, policy: str) -> None:
     """`examine: index` on an inline snapshot, and on the same cluster cached (in process or in
     Redis), give the same answer; `examine: all` on the cached cluster gives the inline answer."""
     from bench.workload import cluster, pending, request_body
 
     snap = cluster(1500)
     c = Client(create_app(settings))
-    for policy in ("easy", "conservative", "priority"):
-        body = request_body(snap, pending(300), policy)
-        put = c.request("PUT", "/clusters/big", json={k: body[k] for k in ("nodes", "running")})
-        assert put.status_code == 200
-        cached = {k: v for k, v in body.items() if k not in ("nodes", "running")} | {"cluster_id": "big"}
-        answers = [c.post("/schedule", json=b).json() for b in (
-            body | {"examine": "index"}, cached, body, cached | {"examine": "all"})]
-        for key in ("starts", "reservations", "migrations", "pending", "priorities"):
-            assert answers[0][key] == answers[1][key], (policy, key)
-            assert answers[2][key] == answers[3][key], (policy, key)
-        index, full = answers[1]["summary"], answers[2]["summary"]
-        assert index["nodes_total"] == full["nodes_total"] == 1500
-        assert 0 < index["nodes_examined"] < 1500
-        assert index["started"] + index["backfilled"] > 0.9 * (full["started"] + full["backfilled"])
+    body = request_body(snap, pending(300), policy)
+    put = c.request("PUT", "/clusters/big", json={k: body[k] for k in ("nodes", "running")})
+    assert put.status_code == 200
+    cached = {k: v for k, v in body.items() if k not in ("nodes", "running")} | {"cluster_id": "big"}
+    answers = [c.post("/schedule", json=b).json() for b in (
+        body | {"examine": "index"}, cached, body, cached | {"examine": "all"})]
+    for key in ("starts", "reservations", "migrations", "pending", "priorities"):
+        assert answers[0][key] == answers[1][key], (policy, key)
+        assert answers[2][key] == answers[3][key], (policy, key)
+    index, full = answers[1]["summary"], answers[2]["summary"]
+    assert index["nodes_total"] == full["nodes_total"] == 1500
+    assert 0 < index["nodes_examined"] < 1500
+    assert index["started"] + index["backfilled"] > 0.9 * (full["started"] + full["backfilled"])
+
+
+def test_an_unknown_or_lost_cluster_tells_the_resource_manager_to_put_it_again(settings: Settings) -> None:
+    """GET, PATCH, DELETE and a schedule on a cluster the cache does not hold: 404, type
+    `cluster_unknown`, the field that named it, and the cure (PUT it again) in the message."""
+    c = Client(create_app(settings))
+    body = {k: v for k, v in EXAMPLE.items() if k not in ("nodes", "running")} | {"cluster_id": "gone"}
+    answers = [
+        (c.get("/clusters/gone"), ["path", "cluster_id"]),
+        (c.request("PATCH", "/clusters/gone", json={"changes": [started("x")]}, headers={"if-match": "1"}),
+         ["path", "cluster_id"]),
+        (c.request("DELETE", "/clusters/gone"), ["path", "cluster_id"]),
+        (c.post("/schedule", json=body), ["body", "cluster_id"]),
+        (c.post("/schedule", json=body | {"examine": "all"}), ["body", "cluster_id"]),
+    ]
+    for r, loc in answers:
+        assert r.status_code == 404, r.text
+        (detail,) = r.json()["detail"]
+        assert (detail["type"], detail["loc"]) == ("cluster_unknown", loc)
+        assert "PUT /clusters/gone" in detail["msg"]
+
+
+def test_a_stale_writer_is_told_what_to_do(settings: Settings) -> None:
+    """409 stays for writers, with a writer's instruction: nothing changed, re-read, resend."""
+    c = Client(create_app(settings))
+    c.request("PUT", "/clusters/c1", json=SNAPSHOT)
+    c.request("PATCH", "/clusters/c1", json={"changes": [started("a")]}, headers={"if-match": "1"})
+    r = c.request("PATCH", "/clusters/c1", json={"changes": [started("b")]}, headers={"if-match": "1"})
+    assert r.status_code == 409
+    msg = r.json()["detail"][0]["msg"]
+    assert "is at version 2, not 1" in msg and "nothing was changed" in msg and "If-Match" in msg
+
+
+def test_an_if_match_ahead_of_the_cache_says_it_lost_changes(settings: Settings) -> None:
+    """A cache that lost acknowledged PATCHes (restarted with part of them) is behind the version
+    the writer holds: 409 `cluster_behind`, telling it to PUT again, never a silent mismatch."""
+    c = Client(create_app(settings))
+    c.request("PUT", "/clusters/c1", json=SNAPSHOT)
+    r = c.request("PATCH", "/clusters/c1", json={"changes": [started("a")]}, headers={"if-match": "7"})
+    assert r.status_code == 409
+    (detail,) = r.json()["detail"]
+    assert (detail["type"], detail["loc"]) == ("cluster_behind", ["header", "if-match"])
+    assert "PUT /clusters/c1" in detail["msg"] and "at version 1, behind the 7" in detail["msg"]

@@ -17,6 +17,8 @@ import uvicorn
 from app.main import create_app
 from app.settings import Settings
 
+pytestmark = pytest.mark.slow  # a real headless browser renders each page: ~20 s
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 OPERATIONS = ["/schedule", "/dag/plan", "/dag/plan/{plan_id}", "/simulate", "/healthz", "/readyz", "/metrics"]
 

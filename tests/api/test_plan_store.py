@@ -1,8 +1,7 @@
-"""Plans kept in real Redis (db 15 of the local server, or HPCSCHED_TEST_REDIS_URL) and in memory."""
+"""Plans kept in a real Redis (the redis-server the test session starts) and in memory."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 
@@ -15,22 +14,17 @@ from app.store.plans import PREFIX, MemoryPlanStore, RedisPlanStore
 from schemas.dag import EXAMPLE
 from tests.conftest import Client
 
-REDIS_URL = os.environ.get("HPCSCHED_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 DEAD_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 
 
 @pytest.fixture
-def real_redis() -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(REDIS_URL)
-    client.ping()  # CI starts redis-server; a failure here means the test machine lacks it
-    client.flushdb()
-    yield client
-    client.flushdb()
+def real_redis(redis_url: str) -> Iterator[redis.Redis]:
+    yield redis.Redis.from_url(redis_url)
 
 
-def test_two_instances_share_plans_through_redis(real_redis: redis.Redis) -> None:
-    one = Client(create_app(Settings(redis_url=REDIS_URL, plan_ttl_s=120)))
-    two = Client(create_app(Settings(redis_url=REDIS_URL, plan_ttl_s=120)))
+def test_two_instances_share_plans_through_redis(real_redis: redis.Redis, redis_url: str) -> None:
+    one = Client(create_app(Settings(redis_url=redis_url, plan_ttl_s=120)))
+    two = Client(create_app(Settings(redis_url=redis_url, plan_ttl_s=120)))
     plan = one.post("/dag/plan", json=EXAMPLE).json()
     assert 0 < real_redis.ttl(PREFIX + "public:" + plan["plan_id"]) <= 120
     got = two.get(f"/dag/plan/{plan['plan_id']}")
@@ -68,8 +62,8 @@ def test_memory_store_expires_and_evicts_the_oldest() -> None:
     assert store.load("b") is None and store.load("c") == b"C" and store.load("d") == b"D"
 
 
-def test_readyz_follows_redis(real_redis: redis.Redis) -> None:
-    assert Client(create_app(Settings(redis_url=REDIS_URL))).get("/readyz").json() == {
+def test_readyz_follows_redis(redis_url: str) -> None:
+    assert Client(create_app(Settings(redis_url=redis_url))).get("/readyz").json() == {
         "status": "ok", "store": "redis"}
     down = Client(create_app(Settings(redis_url=DEAD_URL))).get("/readyz")
     assert down.status_code == 503 and down.json()["status"] == "unavailable"

@@ -114,6 +114,7 @@ def test_real_trace_multi_queue_invariants(sdsc_split: Workload, params: EasyPar
         assert any(r.migrated for r in result.records)
 
 
+@pytest.mark.slow  # three replays of 800 real jobs: a quality measurement, ~30 s
 def test_balancing_helps_a_split_real_trace(sdsc_split: Workload) -> None:
     """A split machine makes jobs wait behind busy queues while others idle; balancing gets much of
     that back (SDSC's first 800 jobs on 5 queues: mean bsld 118 off, 69 static, 66 dynamic)."""

@@ -21,7 +21,6 @@ from app.store.changes import apply_patch
 from app.store.index import ClusterCache, IndexSource, Keys, decode_job, decode_node
 from app.store.kv import PIECE, MemoryKv, RedisKv, _pieces
 from schemas.clusters import ClusterPatch
-from tests.api.test_plan_store import REDIS_URL
 from tests.invariants import check_decision
 from tests.sched.test_contract import params_for
 from tests.strategies import common_params, snapshots_and_jobs
@@ -34,10 +33,8 @@ def cache(request: pytest.FixtureRequest) -> Iterator[ClusterCache]:
     if request.param == "memory":
         yield ClusterCache(MemoryKv())
         return
-    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
-    client.ping()
-    yield ClusterCache(RedisKv(client))
-    client.flushdb()
+    server = request.getfixturevalue("redis_server")
+    yield ClusterCache(RedisKv(redis.Redis.from_url(server.url, decode_responses=True)))
 
 
 def state(cache: ClusterCache, key: str) -> tuple[dict[str, Node], dict[str, RunningJob], dict]:  # type: ignore[type-arg]
@@ -227,8 +224,8 @@ def test_readers_see_the_old_state_whole_while_a_put_is_written(cache: ClusterCa
     seen = []
     write = cache.kv.bulk
 
-    def write_and_look(ops: list) -> None:  # type: ignore[type-arg]
-        write(ops)
+    def write_and_look(ops: list, **kw: object) -> None:  # type: ignore[type-arg]
+        write(ops, **kw)
         if not seen:  # the new generation is written, not yet switched to
             seen.append(cache.whole(key))
     monkeypatch.setattr(cache.kv, "bulk", write_and_look)
@@ -267,31 +264,38 @@ def test_churn_within_the_thresholds_moves_nothing(cache: ClusterCache) -> None:
     assert index_problems(cache, key) == []
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@pytest.mark.parametrize("examples", [20, pytest.param(200, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("name", ["easy", "conservative", "memory_backfill", "priority"])
-@given(case=snapshots_and_jobs(), common=common_params())
-def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, name, case, common) -> None:  # noqa: ANN001
-    """Judged against the whole snapshot: no over-commit, no delayed reservation, honest reasons."""
-    snap, jobs = case
-    params = params_for(name, common, None)
-    cache.put("t:pass", snap.nodes, snap.running)
+def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, name: str,
+                                                        examples: int) -> None:
+    """Judged against the whole snapshot: no over-commit, no delayed reservation, honest reasons
+    (20 examples per store and policy in the quick run, 200 in the slow one)."""
     rules = NarrowRules(page=2, reserve_nodes=1)  # small pages: the candidates are a real subset
 
-    def read(tx, k):  # noqa: ANN001, ANN202
-        src = IndexSource(tx, k)
-        found = narrow(src, jobs, rules, src.queues() if params.migration else None)
-        return src.snapshot(snap.now, found), found
+    @settings(max_examples=examples, deadline=None)
+    @given(case=snapshots_and_jobs(), common=common_params())
+    def one(case, common) -> None:  # noqa: ANN001
+        snap, jobs = case
+        params = params_for(name, common, None)
+        cache.put("t:pass", snap.nodes, snap.running)
 
-    sub, found = cache.read("t:pass", read)
-    assert {n.id for n in sub.nodes} <= {n.id for n in snap.nodes}
-    decision = decide(sub, jobs, name, params)
-    assert check_decision(snap, jobs, decision, params.time_grain_s) == []
-    assert decision.summary.nodes_total == len(snap.nodes)
-    assert found.examined >= len(sub.nodes)
+        def read(tx, k):  # noqa: ANN001, ANN202
+            src = IndexSource(tx, k)
+            found = narrow(src, jobs, rules, src.queues() if params.migration else None)
+            return src.snapshot(snap.now, found), found
+
+        sub, found = cache.read("t:pass", read)
+        assert {n.id for n in sub.nodes} <= {n.id for n in snap.nodes}
+        decision = decide(sub, jobs, name, params)
+        assert check_decision(snap, jobs, decision, params.time_grain_s) == []
+        assert decision.summary.nodes_total == len(snap.nodes)
+        assert found.examined >= len(sub.nodes)
+
+    one()
 
 
-def test_same_snapshot_same_candidates_on_both_stores() -> None:
-    client = redis.Redis.from_url(REDIS_URL, decode_responses=True)
+def test_same_snapshot_same_candidates_on_both_stores(redis_url: str) -> None:
+    client = redis.Redis.from_url(redis_url, decode_responses=True)
     caches = [ClusterCache(MemoryKv()), ClusterCache(RedisKv(client))]
     run = [RunningJob(f"r{i}", "q", ((f"n{i:03d}", (i % 32, 1000 * i, 0)),), 0, 100.0 + i)
            for i in range(200)]
@@ -309,7 +313,6 @@ def test_same_snapshot_same_candidates_on_both_stores() -> None:
         seen.append(sub)
     assert seen[0] == seen[1]
     assert 0 < len(seen[0].nodes) < len(cluster) / 2
-    client.flushdb()
 
 
 def test_a_500_job_pass_reads_under_5_percent_of_10000_nodes() -> None:

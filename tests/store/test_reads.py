@@ -1,0 +1,95 @@
+"""Consistent reads on a real Redis: a read interleaved by a writer notices it before using a mix of
+versions, the atomic copy a busy reader falls back to answers exactly what the round trips answer,
+and a PUT that fails leaves nothing behind for good."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from app.errors import StoreUnavailableError
+from app.sched.narrow import narrow
+from app.store import index
+from app.store.index import ClusterCache, IndexSource, Keys
+from app.store.kv import RedisKv
+from app.store.reads import Moved, RedisReadTx
+from tests.store.test_index import nodes, patch, started
+
+
+def redis_cache(url: str) -> ClusterCache:
+    return ClusterCache(RedisKv(redis.Redis.from_url(url, decode_responses=True)))
+
+
+def test_a_read_interleaved_by_a_writer_stops_before_using_a_mix(redis_url: str) -> None:
+    """The round trip after a writer's commit raises Moved; alone, a read goes through."""
+    cache = redis_cache(redis_url)
+    version = cache.put("t:m", nodes(4), [])
+    k = Keys("t:m")
+    tx = RedisReadTx(cache.kv.r, k.meta)  # type: ignore[union-attr]
+    assert tx.hget(k.meta, "version") == str(version)
+    assert tx.hlen(k.at(tx.hget(k.meta, "gen") or "").node) == 4
+    patch(cache, "t:m", version, started("j", {"n000": (8, 0, 0)}))
+    with pytest.raises(Moved):
+        tx.hlen(k.node)
+
+
+def answers(cache: ClusterCache, key: str) -> tuple[object, ...]:
+    from bench.workload import pending
+
+    jobs = pending(200)
+
+    def passed(tx, k):  # noqa: ANN001, ANN202
+        src = IndexSource(tx, k)
+        found = narrow(src, jobs)
+        return src.version, src.snapshot(0.0, found), found.examined
+
+    version, whole, running = cache.whole(key)
+    by_id = lambda x: x.id  # noqa: E731
+    return (cache.summary(key), (version, sorted(whole, key=by_id), sorted(running, key=by_id)),
+            cache.read(key, passed))
+
+
+def test_the_atomic_copy_answers_what_the_round_trips_answer(redis_url: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET's summary, a whole read and an index pass, read by round trips and from the copy a
+    reader falls back to under heavy writes: equal (and the copy path really runs)."""
+    from bench.workload import cluster
+
+    cache = redis_cache(redis_url)
+    snap = cluster(600)
+    cache.put("t:copy", snap.nodes, snap.running)
+    direct = answers(cache, "t:copy")
+    copies = []
+    real_copy = index.copy_generation
+    monkeypatch.setattr(index, "OPTIMISTIC_READS", 0)
+    monkeypatch.setattr(index, "copy_generation", lambda *a: copies.append(a) or real_copy(*a))
+    assert answers(cache, "t:copy") == direct
+    assert len(copies) == 3
+
+
+def staged_keys(client: redis.Redis) -> dict[str, int]:
+    return {k: client.ttl(k) for k in client.scan_iter("hpcsched:cl:*")}
+
+
+def test_a_put_leaves_no_expiry_and_a_failed_one_leaves_nothing_for_good(
+        redis_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a PUT every key is permanent; a PUT whose switch fails removes its copy; one whose
+    writer dies before it can clean up leaves keys that expire (never a forever-orphan)."""
+    cache = redis_cache(redis_url)
+    client = cache.kv.r  # type: ignore[union-attr]
+    cache.put("t:p", nodes(5), [])
+    kept = staged_keys(client)
+    assert kept and set(kept.values()) == {-1}
+
+    def dead(*_: object) -> None:
+        raise StoreUnavailableError("the cache went away")
+    monkeypatch.setattr(ClusterCache, "_switch", dead)
+    with pytest.raises(StoreUnavailableError):
+        cache.put("t:p", nodes(9), [])
+    assert staged_keys(client) == kept  # the copy was removed
+    monkeypatch.setattr(ClusterCache, "_forget", lambda self, keys: None)  # died: no clean-up
+    with pytest.raises(StoreUnavailableError):
+        cache.put("t:p", nodes(9), [])
+    left = {k: ttl for k, ttl in staged_keys(client).items() if k not in kept}
+    assert left and all(0 < ttl <= index.STAGING_TTL_S for ttl in left.values())
+    assert sorted(n.id for n in cache.whole("t:p")[1]) == [n.id for n in nodes(5)]  # the last PUT
