@@ -12,6 +12,7 @@ from app.api.auth import ApiKeys, parse_keys
 from app.api.limits import BodyLimit
 from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import clusters, dag, health, metrics, schedule, simulate
+from app.api.stopping import ShutdownFlag, shutdown_signals
 from app.settings import Settings, get_settings
 from app.store.index import ClusterCache
 from app.store.kv import index_kv
@@ -27,13 +28,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.gc_gen0_threshold:
         _, gen1, gen2 = gc.get_threshold()
         gc.set_threshold(settings.gc_gen0_threshold, gen1, gen2)
+    shutdown = ShutdownFlag()
     app = FastAPIOffline(  # /docs and /redoc with their assets from the package, no CDN
         title="hpcsched",
         version="0.1.0",
         summary="Scheduling decisions for HPC clusters: starts, backfills, reservations, "
         "migrations, each with a reason.",
+        lifespan=lambda _app: shutdown_signals(shutdown),
     )
     app.state.settings = settings
+    app.state.shutdown = shutdown
     app.state.plans = plan_store(settings.redis_url)
     app.state.clusters = ClusterCache(index_kv(settings.redis_url))
     app.state.metrics = Metrics()

@@ -56,6 +56,17 @@ EXAMPLE = {
 }
 
 
+class BudgetIn(Strict):
+    """Limits this decision asks for; the service's own limits (settings) cap them."""
+
+    time_s: float | None = Field(
+        None, gt=0, le=3600, description="seconds this decision may take, from the body's arrival; "
+        "jobs not looked at by then are `not_evaluated` (like Slurm's bf_max_time)")
+    max_jobs: int | None = Field(
+        None, ge=1, le=10_000_000, description="jobs the pass may look at; the rest are `not_evaluated` "
+        "(like Slurm's bf_max_job_test)")
+
+
 class ScheduleRequest(Strict):
     now: Time = Field(..., description="epoch seconds")
     cluster_id: str | None = Field(
@@ -69,6 +80,9 @@ class ScheduleRequest(Strict):
         None, description="`index`: the pass sees only the candidate nodes the label-partition index "
         "finds (algorithms.md §5); `all`: every node. Default: `index` for a `cluster_id`, `all` for "
         "an inline snapshot")
+    budget: BudgetIn | None = Field(
+        None, description="a smaller budget than the service's (HPCSCHED_DECISION_TIME_S, "
+        "HPCSCHED_DECISION_MAX_JOBS); a larger one is capped to the service's")
 
     model_config = {"json_schema_extra": {"examples": [EXAMPLE]}}
 
@@ -120,6 +134,15 @@ class PriorityOut(BaseModel):
     factors: dict[str, float]
 
 
+class BudgetOut(BaseModel):
+    time_s: float | None = Field(description="the time budget applied (null: none)")
+    max_jobs: int | None = Field(description="the cap on jobs looked at applied (null: none)")
+    jobs_considered: int = Field(description="jobs the pass looked at")
+    hit: Literal["time", "jobs", "stopped"] | None = Field(
+        description="the limit that ended the pass early (`stopped`: the service was shutting down "
+        "or the client left); null: every job was looked at")
+
+
 class SummaryOut(BaseModel):
     policy: str
     started: int
@@ -132,6 +155,7 @@ class SummaryOut(BaseModel):
     nodes_examined: int
     queue_load: dict[str, float]
     timing_ms: dict[str, float]
+    budget: BudgetOut | None = None
 
 
 class ScheduleResponse(BaseModel):
