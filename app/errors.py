@@ -5,6 +5,7 @@ SchedError                    base, never raised directly
 ├── NotFoundError             404  unknown cluster_id / plan_id
 ├── VersionConflictError      409  stale If-Match
 ├── PayloadTooLargeError      413  body over Settings.max_body_bytes
+├── UnsupportedMediaTypeError 415  a body that is not declared JSON
 └── StoreUnavailableError     503  the cache store cannot be reached
 """
 
@@ -43,6 +44,10 @@ class VersionConflictError(SchedError):
 
 
 class PayloadTooLargeError(SchedError):
+    pass
+
+
+class UnsupportedMediaTypeError(SchedError):
     pass
 
 

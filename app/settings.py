@@ -19,6 +19,9 @@ class Settings(BaseSettings):
     workers: int = Field(2, ge=1, description="uvicorn worker processes (the container's command reads it)")
     api_keys: str | None = Field(
         None, description="`tenant=key` pairs, comma-separated; set, every non-public request needs a key")
+    cors_origins: str | None = Field(
+        None, description="origins (comma-separated) whose browser pages may call the API "
+        "(CORS, e.g. a portal calling /dag/plan); none by default")
     plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")
     sim_max_jobs: int = Field(20_000, ge=1, description="POST /simulate refuses longer traces")
     dag_max_tasks: int = Field(20_000, ge=1, description="larger workflows get 422")

@@ -16,6 +16,7 @@ from app.errors import (
     PayloadTooLargeError,
     SchedError,
     StoreUnavailableError,
+    UnsupportedMediaTypeError,
     VersionConflictError,
 )
 
@@ -26,6 +27,7 @@ STATUS: dict[type[SchedError], int] = {
     NotFoundError: 404,
     VersionConflictError: 409,
     PayloadTooLargeError: 413,
+    UnsupportedMediaTypeError: 415,
     StoreUnavailableError: 503,
 }
 
@@ -49,7 +51,8 @@ def install(app: FastAPI) -> None:
         if isinstance(exc, InputError):
             detail = [{"loc": list(e.loc), "msg": e.msg, "type": e.type} for e in exc.errors]
             return JSONResponse({"detail": detail}, status_code=status)
-        return JSONResponse(error_body([], str(exc), type(exc).__name__), status_code=status)
+        loc = ["header", "content-type"] if isinstance(exc, UnsupportedMediaTypeError) else []
+        return JSONResponse(error_body(loc, str(exc), type(exc).__name__), status_code=status)
 
     @app.exception_handler(ValidationError)
     async def pydantic_error(request: Request, exc: ValidationError) -> JSONResponse:
