@@ -9,6 +9,7 @@ from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult
 from app.sim.swf import SwfError, SwfJob, SwfTrace, read_swf
 from app.sim.workload import Machine, Workload, default_machine, partitioned, workload
+from schemas.common import MAX_NODES
 from schemas.simulate import MachineIn, SimJobIn, SimulateRequest, SimulateResponse
 
 
@@ -50,6 +51,10 @@ def workload_from_wire(req: SimulateRequest, max_jobs: int) -> tuple[Workload, s
     m = req.machine
     machine = (Machine(m.nodes, m.cores_per_node, m.mem_mib_per_node) if m.nodes
                else default_machine(trace, m.cores_per_node, m.mem_mib_per_node))
+    if machine.nodes > MAX_NODES:  # the trace's MaxProcs (or widest job) says so: the schema bounds the rest
+        raise InputError.single(where, f"the trace's machine would have {machine.nodes} nodes (MaxProcs, or "
+                                f"the widest job, over cores_per_node); at most {MAX_NODES}: give "
+                                "machine.nodes", "too_large")
     name, params = params_from_wire(req.policy)
     return _split(workload(trace, machine), m), name, params
 
@@ -61,6 +66,9 @@ def _split(w: Workload, m: MachineIn) -> Workload:
         raise InputError.single(("body", "machine", "queue_nodes"),
                                 f"the queues' nodes add up to {sum(m.queue_nodes.values())}, not to "
                                 f"machine.nodes {m.nodes}", "bad_split")
+    if m.queue_nodes and sum(m.queue_nodes.values()) > MAX_NODES:
+        raise InputError.single(("body", "machine", "queue_nodes"),
+                                f"the queues' nodes add up to more than {MAX_NODES}", "too_large")
     try:
         return partitioned(w, m.queue_nodes)
     except ValueError as exc:

@@ -7,6 +7,7 @@ SchedError                    base, never raised directly
 ├── VersionConflictError      409  stale If-Match
 │   └── ClusterBehindError    409  If-Match ahead of the cache: it lost acknowledged changes (PUT again)
 ├── PayloadTooLargeError      413  body over Settings.max_body_bytes
+├── UnsupportedMediaTypeError 415  a body that is not declared JSON
 └── StoreUnavailableError     503  the cache store cannot be reached
 """
 
@@ -62,6 +63,10 @@ class VersionConflictError(SchedError):
 
 
 class PayloadTooLargeError(SchedError):
+    pass
+
+
+class UnsupportedMediaTypeError(SchedError):
     pass
 
 

@@ -5,13 +5,16 @@ from __future__ import annotations
 import gc
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
 
 from app.api import errors
 from app.api.auth import ApiKeys, parse_keys
+from app.api.edges import CatchAll, Options
 from app.api.limits import BodyLimit
 from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import clusters, dag, health, metrics, schedule, simulate
+from app.api.stopping import ShutdownFlag, shutdown_signals
 from app.settings import Settings, get_settings
 from app.store.index import ClusterCache
 from app.store.kv import index_kv
@@ -27,13 +30,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.gc_gen0_threshold:
         _, gen1, gen2 = gc.get_threshold()
         gc.set_threshold(settings.gc_gen0_threshold, gen1, gen2)
+    shutdown = ShutdownFlag()
     app = FastAPIOffline(  # /docs and /redoc with their assets from the package, no CDN
         title="hpcsched",
         version="0.1.0",
         summary="Scheduling decisions for HPC clusters: starts, backfills, reservations, "
         "migrations, each with a reason.",
+        lifespan=lambda _app: shutdown_signals(shutdown),
     )
     app.state.settings = settings
+    app.state.shutdown = shutdown
     app.state.plans = plan_store(settings.redis_url)
     app.state.clusters = ClusterCache(index_kv(settings.redis_url))
     app.state.metrics = Metrics()
@@ -45,11 +51,27 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(simulate.router)
     app.include_router(health.router)
     app.include_router(metrics.router)
+    # the last added is the outermost
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(ApiKeys, keys=parse_keys(settings.api_keys))
+    app.add_middleware(CatchAll)
+    app.add_middleware(Options, owner=app)  # preflights and OPTIONS carry no API key
+    origins = parse_origins(settings.cors_origins)
+    if origins:
+        app.add_middleware(CORSMiddleware, allow_origins=origins, allow_methods=CORS_METHODS,
+                           allow_headers=CORS_HEADERS, expose_headers=["ETag", "X-Request-Id"], max_age=600)
     app.add_middleware(RequestLog, metrics=app.state.metrics)  # outermost: sees every answer
     _register_request_schema(app)
     return app
+
+
+CORS_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+CORS_HEADERS = ["Content-Type", "If-Match", "X-API-Key", "Authorization", "X-Request-Id"]
+
+
+def parse_origins(raw: str | None) -> list[str]:
+    """`HPCSCHED_CORS_ORIGINS`: comma-separated origins (`https://portal.example.org`)."""
+    return [o.strip().rstrip("/") for o in (raw or "").split(",") if o.strip()]
 
 
 def _register_request_schema(app: FastAPI) -> None:

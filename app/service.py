@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
 
 from app.clusters import check_pending, checked
-from app.convert import check_snapshot, decision_to_wire, job_from_wire, params_from_wire, snapshot_from_wire
+from app.convert import check_snapshot, decision_dict, job_from_wire, params_from_wire, snapshot_from_wire
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
 from app.convert_sim import result_to_wire, workload_from_wire
 from app.errors import ClusterUnknownError, NotFoundError, StoreUnavailableError
+from app.sched.budget import Budget
 from app.sched.model import Job, Snapshot
 from app.sched.narrow import NarrowRules, narrow
 from app.sched.registry import decide
@@ -22,12 +25,44 @@ from app.store.kv import MemoryKv, Tx
 from app.store.plans import PlanStore
 from schemas.clusters import ClusterOut, ClusterPatch, ClusterPut, PartitionOut
 from schemas.dag import DagPlanRequest, DagPlanResponse
-from schemas.schedule import ScheduleRequest, ScheduleResponse
+from schemas.schedule import BudgetIn, ScheduleRequest, ScheduleResponse
 from schemas.simulate import SimulateRequest, SimulateResponse
 
 
+@dataclass(frozen=True, slots=True)
+class DecisionLimits:
+    """The operator's ceiling on a decision's work (settings); a request may ask for less."""
+
+    time_s: float | None = None
+    max_jobs: int | None = None
+
+
+def decision_budget(limits: DecisionLimits, asked: BudgetIn | None, started: float,
+                    stop: Callable[[], bool] = lambda: False) -> Budget:
+    """The budget of one decision: the smaller of the operator's and the request's limits, timed on
+    the monotonic clock from `started` (when the body arrived, so parsing counts)."""
+    time_s, max_jobs = limits.time_s, limits.max_jobs
+    if asked is not None:
+        time_s = _least(time_s, asked.time_s)
+        max_jobs = _least(max_jobs, asked.max_jobs)  # type: ignore[assignment]
+    deadline = float("inf") if time_s is None else started + time_s
+    return Budget(time.monotonic, deadline, max_jobs, stop, time_s)
+
+
+def _least(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
 def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache | None = None,
-             tenant: str = "public", rules: NarrowRules | None = None) -> ScheduleResponse:
+             tenant: str = "public", rules: NarrowRules | None = None,
+             budget: Budget | None = None) -> ScheduleResponse:
+    """`schedule_data`'s answer as the wire model (validated)."""
+    return ScheduleResponse.model_validate(schedule_data(req, parse_ms, clusters, tenant, rules, budget))
+
+
+def schedule_data(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache | None = None,
+                  tenant: str = "public", rules: NarrowRules | None = None,
+                  budget: Budget | None = None) -> dict[str, Any]:
     """Check the request, decide, and report where the time went. With a `cluster_id` the snapshot
     comes from the cache; the starts decided are not applied to it (the resource manager confirms
     them with a PATCH, so the cache mirrors what really runs). With `examine: index` the pass sees
@@ -50,15 +85,14 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache
     except ClusterUnknownError as exc:
         raise exc.at(("body", "cluster_id")) from None
     t1 = time.perf_counter()
-    decision = decide(snapshot, jobs, name, params)
+    decision = decide(snapshot, jobs, name, params, budget)
     if examined is not None:
         decision = replace(decision, summary=replace(decision.summary, nodes_examined=examined))
     t2 = time.perf_counter()
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "schedule": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())
-    resp = decision_to_wire(decision, name, timing)
-    resp.summary.cluster_version = version if req.cluster_id is not None else None
-    return resp
+    return decision_dict(decision, name, timing, budget,
+                         version if req.cluster_id is not None else None)
 
 
 def _needs(clusters: ClusterCache | None) -> ClusterCache:

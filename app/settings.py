@@ -19,11 +19,21 @@ class Settings(BaseSettings):
     workers: int = Field(2, ge=1, description="uvicorn worker processes (the container's command reads it)")
     api_keys: str | None = Field(
         None, description="`tenant=key` pairs, comma-separated; set, every non-public request needs a key")
+    cors_origins: str | None = Field(
+        None, description="origins (comma-separated) whose browser pages may call the API "
+        "(CORS, e.g. a portal calling /dag/plan); none by default")
     plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")
     sim_max_jobs: int = Field(20_000, ge=1, description="POST /simulate refuses longer traces")
     dag_max_tasks: int = Field(20_000, ge=1, description="larger workflows get 422")
     dag_max_cells: int = Field(
         4_000_000, ge=1, description="tasks × groups above this get 422 (the planners keep matrices of it)")
+    decision_time_s: float | None = Field(
+        10.0, gt=0, description="seconds a POST /schedule decision may take from its body's arrival "
+        "(like Slurm's bf_max_time); jobs not looked at by then are answered `not_evaluated`. "
+        "It also bounds how long a shutdown waits for a decision in flight.")
+    decision_max_jobs: int | None = Field(
+        100_000, ge=1, description="pending jobs one decision may look at (like Slurm's "
+        "bf_max_job_test); the rest are `not_evaluated`.")
     gc_gen0_threshold: int = Field(
         200_000, ge=0, description="Python GC generation-0 threshold; 0 keeps Python's default. "
         "A big snapshot allocates ~10^5 objects; the default (700) spends a third of the "

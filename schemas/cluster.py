@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from schemas.common import TIME_BOUND, Capacity, NodeState, Resources, Strict, Time
+from schemas.common import TIME_BOUND, Capacity, Cpu, Gpu, MemMib, NodeState, Resources, Strict, Time
 
 Id = str
 
@@ -24,9 +24,9 @@ class NodeIn(Strict):
 
 class NodeAllocIn(Strict):
     node: Id = Field(..., min_length=1)
-    cpu: int = Field(0, ge=0)
-    mem_mib: int = Field(0, ge=0)
-    gpu: int = Field(0, ge=0)
+    cpu: Cpu = 0
+    mem_mib: MemMib = 0
+    gpu: Gpu = 0
 
 
 class RunningJobIn(Strict):

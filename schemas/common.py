@@ -21,16 +21,29 @@ TIME_BOUND = 1e12
 Time = Annotated[float, Field(ge=-TIME_BOUND, le=TIME_BOUND)]  # an instant, seconds
 
 
+# Bounds on counts of things: physical maxima far beyond any real machine, small enough that the
+# scheduler's int64 arrays hold any sum of them over every node a body can carry (2**21 nodes at most
+# under the body limit: 2**21 * 2**32 MiB < 2**63).
+MAX_CPU = 2**20  # cores per node
+MAX_MEM_MIB = 2**32  # MiB per node (4 PiB)
+MAX_GPU = 2**16  # gpus per node
+MAX_NODES = 2**20  # nodes a job asks for, or a machine has
+MAX_COUNT = 10_000_000  # jobs, reservations and the like counted in one pass
+Cpu = Annotated[int, Field(ge=0, le=MAX_CPU, description="cpu cores")]
+MemMib = Annotated[int, Field(ge=0, le=MAX_MEM_MIB, description="memory, MiB")]
+Gpu = Annotated[int, Field(ge=0, le=MAX_GPU, description="gpus")]
+
+
 class Resources(Strict):
-    cpu: int = Field(0, ge=0, description="cpu cores")
-    mem_mib: int = Field(0, ge=0, description="memory, MiB")
-    gpu: int = Field(0, ge=0, description="gpus")
+    cpu: Cpu = 0
+    mem_mib: MemMib = 0
+    gpu: Gpu = 0
 
 
 class Capacity(Strict):
-    cpu: int = Field(..., ge=1, description="cpu cores (at least 1)")
-    mem_mib: int = Field(0, ge=0, description="memory, MiB")
-    gpu: int = Field(0, ge=0, description="gpus")
+    cpu: int = Field(..., ge=1, le=MAX_CPU, description="cpu cores (at least 1)")
+    mem_mib: MemMib = 0
+    gpu: Gpu = 0
 
 
 class NodeState(StrEnum):

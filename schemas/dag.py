@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.common import TIME_BOUND, Strict, Time
+from schemas.common import MAX_CPU, TIME_BOUND, Strict, Time
 
 MAX_SECONDS = TIME_BOUND  # bounds that keep every sum of times and transfers finite
 MAX_BYTES = 1e18
@@ -95,7 +95,7 @@ class WfExecTask(Foreign):
 
 
 class WfCpu(Foreign):
-    coreCount: int = Field(1, ge=1)
+    coreCount: int = Field(1, ge=1, le=MAX_CPU)
 
 
 class WfMachine(Foreign):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from schemas.common import Strict
+from schemas.common import MAX_COUNT, Strict
 
 UNLIMITED = 1_000_000
 SelectorName = Literal["first_fit", "least_load", "evaluation", "fragment"]
@@ -35,8 +35,8 @@ class EvaluationParams(Strict):
 class CommonParams(Strict):
     selector: SelectorName = "first_fit"
     time_grain_s: int = Field(60, ge=1, le=86_400, description="starts are aligned to it")
-    queue_depth: int = Field(100_000, ge=1, description="jobs past it are not_evaluated")
-    reservation_depth: int = Field(1, ge=0, description="reservations per queue and pass")
+    queue_depth: int = Field(100_000, ge=1, le=MAX_COUNT, description="jobs past it are not_evaluated")
+    reservation_depth: int = Field(1, ge=0, le=MAX_COUNT, description="reservations per queue and pass")
     migration: MigrationParams | None = None
     evaluation: EvaluationParams = Field(default_factory=EvaluationParams)
 
@@ -47,7 +47,7 @@ class FcfsParams(CommonParams):
 
 class FirstfitParams(CommonParams):
     starvation_s: float = Field(86_400.0, ge=0.0, description="wait after which it is reserved")
-    reservation_depth: int = Field(UNLIMITED, ge=0)
+    reservation_depth: int = Field(UNLIMITED, ge=0, le=MAX_COUNT)
 
 
 class EasyParams(CommonParams):
@@ -55,17 +55,17 @@ class EasyParams(CommonParams):
 
 
 class ConservativeParams(CommonParams):
-    reservation_depth: int = Field(UNLIMITED, ge=0)
+    reservation_depth: int = Field(UNLIMITED, ge=0, le=MAX_COUNT)
 
 
 class MemoryBackfillParams(CommonParams):
     selector: SelectorName = "least_load"
-    reservation_depth: int = Field(UNLIMITED, ge=0)
+    reservation_depth: int = Field(UNLIMITED, ge=0, le=MAX_COUNT)
 
 
 class PriorityParams(CommonParams):
     selector: SelectorName = "evaluation"
-    reservation_depth: int = Field(UNLIMITED, ge=0)
+    reservation_depth: int = Field(UNLIMITED, ge=0, le=MAX_COUNT)
     order: Literal["weighted", "fcfs", "sjf", "f1"] = "weighted"
     backfill_order: Literal["priority", "sjf"] = Field(
         "priority",

@@ -7,7 +7,18 @@ from typing import Literal
 from pydantic import BaseModel, Field, model_validator
 
 from schemas.cluster import NodeIn, RunningJobIn
-from schemas.common import TIME_BOUND, ReasonCode, StartKind, Strict, Time
+from schemas.common import (
+    MAX_COUNT,
+    MAX_CPU,
+    MAX_GPU,
+    MAX_MEM_MIB,
+    MAX_NODES,
+    TIME_BOUND,
+    ReasonCode,
+    StartKind,
+    Strict,
+    Time,
+)
 from schemas.policies import EasyPolicy, PolicySpec
 
 
@@ -16,10 +27,10 @@ class PendingJobIn(Strict):
     user: str = ""
     queue: str = Field("default", min_length=1)
     submit_time: Time = Field(..., description="epoch seconds")
-    nodes: int = Field(1, ge=1, description="number of nodes")
-    cpu: int = Field(1, ge=1, description="cpu cores per node")
-    mem_mib: int = Field(0, ge=0, description="memory per node, MiB")
-    gpu: int = Field(0, ge=0, description="gpus per node")
+    nodes: int = Field(1, ge=1, le=MAX_NODES, description="number of nodes")
+    cpu: int = Field(1, ge=1, le=MAX_CPU, description="cpu cores per node")
+    mem_mib: int = Field(0, ge=0, le=MAX_MEM_MIB, description="memory per node, MiB")
+    gpu: int = Field(0, ge=0, le=MAX_GPU, description="gpus per node")
     walltime_s: float = Field(..., gt=0, le=TIME_BOUND, description="walltime estimate, seconds")
     priority: float = Field(0.0, description="preset priority Y agreed with the administrator")
     user_priority: float = 0.0
@@ -29,7 +40,8 @@ class PendingJobIn(Strict):
     promised_start: Time | None = Field(
         None, description="the start of the reservation a previous answer gave this job; with "
         "`promised_nodes`, `conservative` never plans it later (send back what `reservations` said)")
-    promised_nodes: list[str] = Field(default_factory=list, description="that reservation's nodes")
+    promised_nodes: list[str] = Field(default_factory=list, max_length=MAX_NODES,
+                                      description="that reservation's nodes")
 
 
 EXAMPLE = {
@@ -56,6 +68,17 @@ EXAMPLE = {
 }
 
 
+class BudgetIn(Strict):
+    """Limits this decision asks for; the service's own limits (settings) cap them."""
+
+    time_s: float | None = Field(
+        None, gt=0, le=3600, description="seconds this decision may take, from the body's arrival; "
+        "jobs not looked at by then are `not_evaluated` (like Slurm's bf_max_time)")
+    max_jobs: int | None = Field(
+        None, ge=1, le=MAX_COUNT, description="jobs the pass may look at; the rest are `not_evaluated` "
+        "(like Slurm's bf_max_job_test)")
+
+
 class ScheduleRequest(Strict):
     now: Time = Field(..., description="epoch seconds")
     cluster_id: str | None = Field(
@@ -69,6 +92,9 @@ class ScheduleRequest(Strict):
         None, description="`index`: the pass sees only the candidate nodes the label-partition index "
         "finds (algorithms.md §5); `all`: every node. Default: `index` for a `cluster_id`, `all` for "
         "an inline snapshot")
+    budget: BudgetIn | None = Field(
+        None, description="a smaller budget than the service's (HPCSCHED_DECISION_TIME_S, "
+        "HPCSCHED_DECISION_MAX_JOBS); a larger one is capped to the service's")
 
     model_config = {"json_schema_extra": {"examples": [EXAMPLE]}}
 
@@ -120,6 +146,15 @@ class PriorityOut(BaseModel):
     factors: dict[str, float]
 
 
+class BudgetOut(BaseModel):
+    time_s: float | None = Field(description="the time budget applied (null: none)")
+    max_jobs: int | None = Field(description="the cap on jobs looked at applied (null: none)")
+    jobs_considered: int = Field(description="jobs the pass looked at")
+    hit: Literal["time", "jobs", "stopped"] | None = Field(
+        description="the limit that ended the pass early (`stopped`: the service was shutting down "
+        "or the client left); null: every job was looked at")
+
+
 class SummaryOut(BaseModel):
     policy: str
     started: int
@@ -135,6 +170,7 @@ class SummaryOut(BaseModel):
     cluster_version: int | None = Field(
         None, description="with `cluster_id`: the version of the cached cluster this pass read, "
         "whole (as in its ETag); null for an inline snapshot")
+    budget: BudgetOut | None = None
 
 
 class ScheduleResponse(BaseModel):

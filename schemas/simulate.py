@@ -6,19 +6,20 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from schemas.common import TIME_BOUND, Strict
+from schemas.common import MAX_CPU, MAX_MEM_MIB, MAX_NODES, TIME_BOUND, Strict
 from schemas.policies import EasyPolicy, PolicySpec
 
 
 class MachineIn(Strict):
-    nodes: int | None = Field(None, ge=1, description="default: the trace's MaxProcs / cores_per_node")
-    cores_per_node: int = Field(1, ge=1, description="1 = the classic processor-count model")
-    mem_mib_per_node: int = Field(0, ge=0, description="0 = memory not modelled")
+    nodes: int | None = Field(None, ge=1, le=MAX_NODES,
+                              description="default: the trace's MaxProcs / cores_per_node")
+    cores_per_node: int = Field(1, ge=1, le=MAX_CPU, description="1 = the classic processor-count model")
+    mem_mib_per_node: int = Field(0, ge=0, le=MAX_MEM_MIB, description="0 = memory not modelled")
     split_queues: bool = Field(
         False, description="split the nodes among the trace's queues (for the multi-queue balancing of "
         "`policy.params.migration`): each queue gets its median job width, the rest by its share of the "
         "work; jobs wider than their queue's partition are left out and counted in `notes`")
-    queue_nodes: dict[str, Annotated[int, Field(ge=1)]] | None = Field(
+    queue_nodes: dict[str, Annotated[int, Field(ge=1, le=MAX_NODES)]] | None = Field(
         None, min_length=1, description="nodes per trace queue (implies split_queues; every queue of the "
         "trace must be named); `nodes`, if given, must be their sum")
 
@@ -27,10 +28,10 @@ class SimJobIn(Strict):
     id: str = Field(..., min_length=1)
     submit: float = Field(..., ge=0, le=TIME_BOUND, description="seconds from the trace start")
     run: float = Field(..., ge=0, le=TIME_BOUND, description="real run time, seconds")
-    procs: int = Field(..., ge=1, description="processors (cores)")
+    procs: int = Field(..., ge=1, le=MAX_NODES * MAX_CPU, description="processors (cores)")
     estimate: float | None = Field(
         None, gt=0, le=TIME_BOUND, description="requested time; default: the run time")
-    mem_kb_per_proc: float = Field(0, ge=0)
+    mem_kb_per_proc: float = Field(0, ge=0, le=MAX_MEM_MIB * 1024, description="KiB per processor")
     queue: str = ""
     user: str = ""
 

@@ -16,6 +16,7 @@ from app.errors import (
     PayloadTooLargeError,
     SchedError,
     StoreUnavailableError,
+    UnsupportedMediaTypeError,
     VersionConflictError,
 )
 
@@ -26,6 +27,7 @@ STATUS: dict[type[SchedError], int] = {
     NotFoundError: 404,
     VersionConflictError: 409,
     PayloadTooLargeError: 413,
+    UnsupportedMediaTypeError: 415,
     StoreUnavailableError: 503,
 }
 
@@ -49,7 +51,10 @@ def install(app: FastAPI) -> None:
         if isinstance(exc, InputError):
             detail = [{"loc": list(e.loc), "msg": e.msg, "type": e.type} for e in exc.errors]
             return JSONResponse({"detail": detail}, status_code=status)
-        loc, kind = list(getattr(exc, "loc", [])), getattr(exc, "type", type(exc).__name__)
+        loc = list(getattr(exc, "loc", []))
+        if isinstance(exc, UnsupportedMediaTypeError):
+            loc = ["header", "content-type"]
+        kind = getattr(exc, "type", type(exc).__name__)
         return JSONResponse(error_body(loc, str(exc), kind), status_code=status)
 
     @app.exception_handler(ValidationError)

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from pydantic import BaseModel
 
-from app.errors import InputError
+from app.errors import InputError, UnsupportedMediaTypeError
 from schemas.common import ErrorBody
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -20,6 +20,8 @@ UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
 ERRORS: dict[int | str, dict[str, Any]] = {
     **UNAUTHORIZED,
     413: {"model": ErrorBody, "description": "Body over the configured size limit"},
+    415: {"model": ErrorBody, "description": "The body is not declared JSON (Content-Type must be "
+                                             "application/json)"},
     422: {"model": ErrorBody, "description": "Invalid request: every bad field named in `loc`"},
 }
 
@@ -30,7 +32,19 @@ def body_doc(model: type[BaseModel]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
 
 
+def is_json(content_type: str | None) -> bool:
+    """application/json, or a JSON-based type (`+json`), whatever its parameters."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
 async def read_body(request: Request) -> bytes:
+    """The body of a request that must be JSON. A body sent as text/plain (or with no type) is
+    refused with 415: such a request is a "simple" one a browser page on any site may send
+    without a CORS preflight."""
+    if not is_json(request.headers.get("content-type")):
+        raise UnsupportedMediaTypeError(
+            f"Content-Type must be application/json, not {request.headers.get('content-type')!r}")
     body = await request.body()
     if not body:
         raise InputError.single(("body",), "a JSON body is required", "missing")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
@@ -56,9 +57,10 @@ class BackfillPass:
 
     def __init__(
         self, cluster: ClusterIndex, profile: Profile, view: NodeView, selector: Selector,
-        rules: PassRules, overloaded: frozenset[str] = frozenset(),
+        rules: PassRules, overloaded: frozenset[str] = frozenset(), budget: Budget | None = None,
     ) -> None:
         self.cluster, self.profile, self.view = cluster, profile, view
+        self.budget = budget if budget is not None else Budget()
         self.selector, self.rules, self.overloaded = selector, rules, overloaded
         self.now, self.grain = profile.now, profile.grain
         self.never: dict[tuple[object, ...], Reason | None] = {}
@@ -142,6 +144,9 @@ class BackfillPass:
         return held
 
     def _one(self, job: Job) -> None:
+        if self.budget.check() is not None:  # past the decision's budget: looked at next cycle
+            self._wait(job, Reason.not_evaluated, self.budget.detail())
+            return
         if not self.promised:  # (a promise must be given back first)
             stuck = self.stuck.get((job.queue, job.labels, job.cpu, job.mem_mib, job.gpu))
             if stuck is not None and stuck[0] < job.nodes <= stuck[1]:

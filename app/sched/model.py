@@ -189,6 +189,8 @@ class Summary:
     nodes_total: int
     nodes_examined: int
     queue_load: dict[str, float]
+    budget_hit: str | None = None  # which limit of the decision's budget ended the pass early (budget.py)
+    jobs_considered: int = 0  # jobs the pass looked at
 
 
 @dataclass(frozen=True, slots=True)

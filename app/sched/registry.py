@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.sched.budget import Budget
 from app.sched.collector import rare_collections
 from app.sched.dag import best
 from app.sched.dag.critical import critical_path
@@ -32,12 +33,15 @@ POLICIES: dict[str, tuple[type[CommonParams], type[BasePolicy]]] = {
 
 
 def decide(
-    snapshot: Snapshot, pending: Sequence[Job], policy: str, params: CommonParams | None = None
+    snapshot: Snapshot, pending: Sequence[Job], policy: str, params: CommonParams | None = None,
+    budget: Budget | None = None,
 ) -> Decision:
-    """The one scheduling function: every caller (HTTP, simulator, bench) goes through here."""
+    """The one scheduling function: every caller (HTTP, simulator, bench) goes through here.
+    `budget` bounds the pass's work (none: every job is looked at, up to the queue depth)."""
     params_type, policy_type = POLICIES[policy]
     with rare_collections():
-        return policy_type(params if params is not None else params_type()).decide(snapshot, pending)
+        policy_obj = policy_type(params if params is not None else params_type())
+        return policy_obj.decide(snapshot, pending, budget)
 
 
 @dataclass(frozen=True, slots=True)

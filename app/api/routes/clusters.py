@@ -50,7 +50,8 @@ async def put_cluster(cluster_id: str, request: Request, response: Response) -> 
 async def patch_cluster(cluster_id: str, request: Request, response: Response,
                         if_match: str | None = Header(None)) -> ClusterOut:
     version = _version(if_match)
-    patch, _ = parse(ClusterPatch, await read_body(request))
+    body = await read_body(request)
+    patch, _ = await run_in_threadpool(parse, ClusterPatch, body)  # off the event loop, like PUT
     out = await run_in_threadpool(service.patch_cluster, request.app.state.clusters, request.state.tenant,
                                   cluster_id, version, patch)
     return _tagged(response, out)

@@ -2,31 +2,39 @@
 
 from __future__ import annotations
 
-from collections import Counter
+import json
+import time
+from collections.abc import Callable
+from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app import service
 from app.api.observe import Metrics
 from app.api.raw_body import ERRORS, body_doc, parse, read_body
+from app.api.stopping import run_watched
+from app.settings import Settings
 from schemas.schedule import ScheduleRequest, ScheduleResponse
 
 router = APIRouter()
 
 
-def _run(body: bytes, request: Request) -> ScheduleResponse:
+def _run(body: bytes, request: Request, started: float, stop: Callable[[], bool]) -> dict[str, Any]:
     req, parse_ms = parse(ScheduleRequest, body)
-    return service.schedule(req, parse_ms, request.app.state.clusters, request.state.tenant)
+    settings: Settings = request.app.state.settings
+    limits = service.DecisionLimits(settings.decision_time_s, settings.decision_max_jobs)
+    budget = service.decision_budget(limits, req.budget, started, stop)
+    return service.schedule_data(req, parse_ms, request.app.state.clusters, request.state.tenant,
+                                 budget=budget)
 
 
-def _count(metrics: Metrics, resp: ScheduleResponse) -> None:
-    kinds = Counter(s.kind for s in resp.starts)
-    for kind, n in (("start", kinds["start"]), ("backfill", kinds["backfill"]),
-                    ("reservation", len(resp.reservations)), ("migration", len(resp.migrations)),
-                    ("pending", len(resp.pending))):
+def _count(metrics: Metrics, resp: dict[str, Any]) -> None:
+    s = resp["summary"]
+    for kind, n in (("start", s["started"]), ("backfill", s["backfilled"]), ("reservation", s["reserved"]),
+                    ("migration", s["migrated"]), ("pending", s["pending"])):
         metrics.decisions.labels(kind).inc(n)
-    metrics.nodes_examined.observe(resp.summary.nodes_examined)
+    metrics.nodes_examined.observe(s["nodes_examined"])
 
 
 @router.post(
@@ -36,9 +44,17 @@ def _count(metrics: Metrics, resp: ScheduleResponse) -> None:
     summary="Decide which pending jobs start where, which are reserved, and why the rest wait",
     openapi_extra=body_doc(ScheduleRequest),
 )
-async def schedule(request: Request) -> ScheduleResponse:
+async def schedule(request: Request) -> Response:
     """One scheduling cycle. The body is parsed straight from bytes by pydantic (faster than the
-    default path for multi-megabyte snapshots); the decision runs in the thread pool."""
-    resp = await run_in_threadpool(_run, await read_body(request), request)
+    default path for multi-megabyte snapshots); the decision runs in the thread pool, within the
+    decision budget (timed from the body's arrival), and stops early if the client leaves or the
+    service shuts down. The answer is serialized once, not re-validated."""
+    body = await read_body(request)
+    started = time.monotonic()
+    resp = await run_watched(request, lambda stop: _run(body, request, started, stop))
     _count(request.app.state.metrics, resp)
-    return resp
+    return Response(await run_in_threadpool(_json, resp), media_type="application/json")
+
+
+def _json(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, separators=(",", ":"), allow_nan=False).encode()

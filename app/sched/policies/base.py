@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from app.errors import InputError
 from app.sched.backfill import BackfillPass, PassResult, PassRules
+from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import Balanced, balance, queue_loads
 from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
@@ -41,7 +42,8 @@ class BasePolicy:
         return fcfs_scores
 
     # --- the shared skeleton -------------------------------------------------------------------
-    def decide(self, snapshot: Snapshot, pending: Sequence[Job]) -> Decision:
+    def decide(self, snapshot: Snapshot, pending: Sequence[Job], budget: Budget | None = None) -> Decision:
+        budget = budget if budget is not None else Budget()
         now, grain = snapshot.now, self.params.time_grain_s
         cluster = ClusterIndex(snapshot)
         balanced = self._balance(cluster, snapshot, pending)
@@ -51,14 +53,14 @@ class BasePolicy:
         depth = self.params.queue_depth
         result = BackfillPass(
             cluster, profile, view, self.selector,
-            self.rules(now, ranked), balanced.overloaded
+            self.rules(now, ranked), balanced.overloaded, budget
         ).run([s.job for s in ranked[:depth]])
         skipped = [
             Pending(s.job.id, s.job.queue, Reason.not_evaluated, None,
                     f"rank {depth + i + 1} is past the queue depth {depth} of this pass")
             for i, s in enumerate(ranked[depth:])
         ]
-        return _decision(cluster, result, skipped, balanced, ranked)
+        return _decision(cluster, result, skipped, balanced, ranked, budget)
 
     def _balance(self, cluster: ClusterIndex, snapshot: Snapshot, pending: Sequence[Job]) -> Balanced:
         mig = self.params.migration
@@ -76,9 +78,10 @@ def _releases(cluster: ClusterIndex, now: float, grain: int) -> Releases:
 
 def _decision(
     cluster: ClusterIndex, result: PassResult, skipped: list[Pending], balanced: Balanced,
-    ranked: list[Scored],
+    ranked: list[Scored], budget: Budget,
 ) -> Decision:
     pending = result.pending + skipped
+    past_budget = sum(1 for p in result.pending if p.reason == Reason.not_evaluated)
     backfilled = sum(1 for s in result.starts if s.kind == StartKind.BACKFILL)
     summary = Summary(
         started=len(result.starts) - backfilled,
@@ -86,10 +89,12 @@ def _decision(
         reserved=len(result.reservations),
         migrated=len(balanced.migrations),
         pending=len(pending),
-        not_evaluated=len(skipped),
+        not_evaluated=len(skipped) + past_budget,
         nodes_total=cluster.nodes_total,
         nodes_examined=cluster.examined(result.examined),
         queue_load=queue_loads(cluster),
+        budget_hit=budget.hit,
+        jobs_considered=budget.considered,
     )
     return Decision(
         starts=tuple(result.starts),

@@ -1,0 +1,73 @@
+"""How much work one decision may do: a time budget per pass and a cap on the jobs it looks at
+(Slurm's `bf_max_time` and `bf_max_job_test`), and a way to stop early (shutdown, client gone).
+
+The core reads no clock of its own: the caller hands it one (`clock`, monotonic seconds) with a
+deadline on that clock, so a test drives a decision with a fake clock and gets the same answer
+every time. Past the budget, the jobs not looked at are reported `not_evaluated`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+INF = float("inf")
+
+
+class BudgetHit(StrEnum):
+    """Which limit ended a pass early."""
+
+    time = "time"  # the clock passed the deadline
+    jobs = "jobs"  # the pass looked at as many jobs as it may
+    stopped = "stopped"  # the caller asked it to stop (the service shutting down, the client gone)
+
+
+def _never() -> bool:
+    return False
+
+
+def _no_clock() -> float:
+    return 0.0
+
+
+@dataclass(slots=True)
+class Budget:
+    """Limits of one decision; `check()` is called once before each job the pass looks at."""
+
+    clock: Callable[[], float] = _no_clock
+    deadline: float = INF  # on `clock`'s scale
+    max_jobs: int | None = None  # None: no cap
+    stop: Callable[[], bool] = _never
+    time_s: float | None = None  # the time budget the deadline was set from, for the report
+    considered: int = 0
+    hit: BudgetHit | None = field(default=None)
+
+    @classmethod
+    def starting_now(cls, clock: Callable[[], float], time_s: float | None,
+                     max_jobs: int | None = None, stop: Callable[[], bool] = _never) -> Budget:
+        """A budget of `time_s` seconds from the clock's current reading (None: no time limit)."""
+        deadline = INF if time_s is None else clock() + time_s
+        return cls(clock, deadline, max_jobs, stop, time_s)
+
+    def check(self) -> BudgetHit | None:
+        """None while the pass may look at one more job (counting it); else the limit it hit."""
+        if self.hit is None:
+            if self.max_jobs is not None and self.considered >= self.max_jobs:
+                self.hit = BudgetHit.jobs
+            elif self.stop():
+                self.hit = BudgetHit.stopped
+            elif self.deadline != INF and self.clock() >= self.deadline:
+                self.hit = BudgetHit.time
+            else:
+                self.considered += 1
+        return self.hit
+
+    def detail(self) -> str:
+        """Why a job past the budget was not looked at."""
+        if self.hit == BudgetHit.jobs:
+            return f"past the budget of {self.max_jobs} jobs this pass may look at"
+        if self.hit == BudgetHit.time:
+            return f"past the time budget of {self.time_s:g} s of this decision"
+        return "the decision was stopped early (the service is shutting down or the client left)"
+

@@ -1,0 +1,111 @@
+"""A decision's budget (app/sched/budget.py): a fake clock, a cap on jobs, a stop flag; past it the
+jobs not looked at are `not_evaluated`, and everything before is decided as without a budget."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.sched.budget import Budget, BudgetHit
+from app.sched.model import Reason
+from app.sched.params import UNLIMITED
+from app.sched.registry import POLICIES, decide
+from tests.builders import job, node, snapshot
+from tests.invariants import check_decision
+from tests.sched.test_contract import params_for
+from tests.strategies import common_params, snapshots_and_jobs
+
+
+class FakeClock:
+    """Each reading advances by `step` seconds: the n-th job is checked at time n·step."""
+
+    def __init__(self, step: float = 1.0) -> None:
+        self.t, self.step = 0.0, step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def _busy_queue(n: int = 30):  # noqa: ANN202
+    nodes = [node(f"n{i}", cpu=4) for i in range(3)]
+    jobs = [job(f"j{i:02d}", submit=60.0 * i, walltime=600.0 * (1 + i % 4), cpu=1 + i % 4,
+                nodes=1 + i % 2) for i in range(n)]
+    return snapshot(nodes, []), jobs
+
+
+def _reasons(d) -> dict[str, Reason]:  # noqa: ANN001
+    return {p.job_id: p.reason for p in d.pending}
+
+
+def _looked_at(d) -> list[str]:  # noqa: ANN001
+    skipped = {p.job_id for p in d.pending if p.reason == Reason.not_evaluated}
+    return sorted({p.job_id for p in d.priorities} - skipped)
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_time_budget_stops_the_pass_with_a_fake_clock(name: str) -> None:
+    """A deadline of 10.5 clock steps: 10 jobs are looked at, the other 20 are not_evaluated, and the
+    same clock gives the same decision every time."""
+    snap, jobs = _busy_queue()
+    runs = []
+    for _ in range(2):
+        budget = Budget.starting_now(FakeClock(), time_s=10.5)  # start reading: t=1, deadline 11.5
+        runs.append((decide(snap, jobs, name, None, budget), budget))
+    (d, budget), (again, _) = runs
+    assert d == again
+    assert d.summary.budget_hit == BudgetHit.time and budget.considered == d.summary.jobs_considered == 10
+    skipped = [p for p in d.pending if p.reason == Reason.not_evaluated]
+    assert len(skipped) == d.summary.not_evaluated == 20
+    assert all("time budget of 10.5 s" in p.detail for p in skipped)
+    assert check_decision(snap, jobs, d) == []
+
+
+@pytest.mark.parametrize("name", sorted(set(POLICIES) - {"priority"}))
+@given(case=snapshots_and_jobs(), common=common_params(), cap=st.integers(1, 8))
+def test_a_job_cap_decides_the_first_jobs_as_the_queue_depth_does(name, case, common, cap) -> None:  # noqa: ANN001
+    """With the pass in rank order, a cap of k jobs looked at decides exactly what a queue depth of k
+    does (starts, reservations, reasons), and reports which limit it hit. (Promises are left out: a
+    job past the cap keeps its promised slot held, one past the queue depth does not.)"""
+    snap, all_jobs = case
+    jobs = [dataclasses.replace(j, promise_start=None, promise_nodes=()) for j in all_jobs]
+    params = dataclasses.replace(params_for(name, common, None), queue_depth=UNLIMITED)
+    capped = decide(snap, jobs, name, params, Budget(max_jobs=cap))
+    deep = decide(snap, jobs, name, dataclasses.replace(params, queue_depth=cap))
+    assert capped.starts == deep.starts and capped.reservations == deep.reservations
+    assert _reasons(capped) == _reasons(deep)
+    assert capped.summary.jobs_considered == min(cap, len(jobs))
+    assert capped.summary.budget_hit == (BudgetHit.jobs if len(jobs) > cap else None)
+    assert capped.summary.not_evaluated == max(0, len(jobs) - cap)
+    assert check_decision(snap, jobs, capped, params.time_grain_s) == []
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@given(case=snapshots_and_jobs(), common=common_params(), cap=st.integers(0, 8))
+def test_every_policy_keeps_its_invariants_under_a_cap(name, case, common, cap) -> None:  # noqa: ANN001
+    """Whatever stops the pass, every job is answered once and nothing is over-committed."""
+    snap, jobs = case
+    params = params_for(name, common, None)
+    d = decide(snap, jobs, name, params, Budget(max_jobs=cap))
+    assert check_decision(snap, jobs, d, params.time_grain_s) == []
+    assert len(_looked_at(d)) == d.summary.jobs_considered == min(cap, len(jobs), params.queue_depth)
+
+
+def test_stop_flag_ends_the_pass_at_the_next_job() -> None:
+    """A stop asked for mid-pass (shutdown, client gone) leaves the rest not_evaluated."""
+    snap, jobs = _busy_queue()
+    asked = iter([False] * 5 + [True] * 100)
+    d = decide(snap, jobs, "conservative", None, Budget(stop=lambda: next(asked)))
+    assert d.summary.budget_hit == BudgetHit.stopped and d.summary.jobs_considered == 5
+    assert d.summary.not_evaluated == 25
+
+
+def test_no_budget_looks_at_every_job() -> None:
+    """Without a budget nothing is cut: the summary says no limit was hit."""
+    snap, jobs = _busy_queue()
+    d = decide(snap, jobs, "easy")
+    assert d.summary.budget_hit is None and d.summary.jobs_considered == 30
+    assert d.summary.not_evaluated == 0
