@@ -12,6 +12,7 @@ from app.sched.dag.graph import Compiled, compile_problem
 from app.sched.dag.heft import HeftPlanner
 from app.sched.dag.mdl import MdlPlanner
 from app.sched.dag.model import DagProblem, Plan
+from app.sched.dag.shift import absolute, relative
 from app.sched.model import Decision, Job, Snapshot
 from app.sched.params import CommonParams
 from app.sched.policies.base import BasePolicy
@@ -46,6 +47,7 @@ class DagResult:
     plan: Plan
     makespans: dict[str, float]  # per planner run: one entry, or every planner for `best`
     critical: list[int]  # task indices, first to last
+    now: float = 0.0  # the caller's `now`: `compiled` is relative to it, `plan` is on the caller's clock
 
 
 DAG_PLANNERS: dict[str, type[MdlPlanner] | type[HeftPlanner]] = {
@@ -55,11 +57,12 @@ DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
 
 
 def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False) -> DagResult:
-    """The one DAG planning function: compile, plan with one planner (or all, for `best`), analyse."""
-    c = compile_problem(problem)
+    """The one DAG planning function: compile, plan with one planner (or all, for `best`), analyse.
+    Planning runs in times relative to `now`; the plan returned is on the caller's clock."""
+    c = compile_problem(relative(problem))
     if algorithm == best.NAME:
         plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
-        spans = {algorithm: best.makespan(plan, problem.now)}
-    return DagResult(c, plan, spans, critical_path(c, plan.placements))
+        spans = {algorithm: best.makespan(plan, 0.0)}
+    return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now)

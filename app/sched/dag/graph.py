@@ -72,17 +72,18 @@ def cost_row(task: Task, groups: Sequence[Group]) -> np.ndarray:
 
 
 def network_matrices(groups: Sequence[Group], net: Network) -> tuple[np.ndarray, np.ndarray]:
-    """(latency, 1/bandwidth) between every two groups; zero on the diagonal (same group, no transfer)."""
+    """(latency, 1/bandwidth) between every two groups. Within a group a transfer is free unless a
+    link from the group to itself says what it costs (saga's instances give it a finite speed)."""
     g = len(groups)
     lat = np.full((g, g), net.latency, dtype=float)
     inv_bw = np.full((g, g), 1.0 / net.bandwidth, dtype=float)
+    np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(inv_bw, 0.0)
     index = {grp.id: i for i, grp in enumerate(groups)}
     for link in net.links:
         a, b = index[link.a], index[link.b]
         lat[a, b] = lat[b, a] = link.latency
         inv_bw[a, b] = inv_bw[b, a] = 1.0 / link.bandwidth
-    np.fill_diagonal(lat, 0.0)
-    np.fill_diagonal(inv_bw, 0.0)
     return lat, inv_bw
 
 
@@ -107,7 +108,7 @@ class Compiled:
         return len(self.problem.groups)
 
     def transfer(self, a: int, b: int, data: float) -> float:
-        """Seconds to move `data` bytes from group a to group b (0 on the same group)."""
+        """Seconds to move `data` bytes from group a to group b (0 within a group without a self-link)."""
         return float(self.lat[a, b] + data * self.inv_bw[a, b])
 
 
