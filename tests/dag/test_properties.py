@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sched.dag.graph import compile_problem
 from app.sched.dag import mdl
+from app.sched.dag.graph import compile_problem
 from app.sched.dag.mdl import MdlPlanner, base_matrix, best_fit_slot
 from app.sched.dag.model import DagProblem, Group, Placement, Task, TaskStatus
 from app.sched.dag.state import PlanState

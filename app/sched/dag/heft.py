@@ -68,9 +68,11 @@ class Lanes:
         self.slot = np.array([k for lanes in state.lanes for k in range(len(lanes))], dtype=np.int64)
         self.tail = np.array([lane.tail for lane in self.flat])
         self.max_gap = np.array([lane.max_gap for lane in self.flat])
+        self.gap_end = np.array([lane.last_gap_end for lane in self.flat])
 
     def refresh(self, i: int) -> None:
-        self.tail[i], self.max_gap[i] = self.flat[i].tail, self.flat[i].max_gap
+        lane = self.flat[i]
+        self.tail[i], self.max_gap[i], self.gap_end[i] = lane.tail, lane.max_gap, lane.last_gap_end
 
     def earliest_finish(
         self, arrival: np.ndarray, cost: np.ndarray, exact: bool
@@ -80,7 +82,7 @@ class Lanes:
         ready, d = arrival[self.group], cost[self.group]
         start = np.maximum(ready, self.tail)
         finish = start + d
-        maybe = np.flatnonzero((self.max_gap >= d) & (ready < self.tail))
+        maybe = np.flatnonzero((self.max_gap >= d) & (ready + d <= self.gap_end))
         if maybe.size:
             bound = ready[maybe] + d[maybe]
             best = finish.min()
