@@ -83,7 +83,7 @@ def problem_from_wire(req: DagPlanRequest, limits: DagLimits) -> tuple[DagProble
     out.raise_if_any()
     _check_graph(problem, locs, req.workflow is not None, out)
     out.raise_if_any()
-    return problem, warnings
+    return problem, warnings + overdue_warnings(problem)
 
 
 def _check_sizes(n_tasks: int, n_groups: int, limits: DagLimits, out: Problems) -> None:
@@ -109,10 +109,7 @@ def _build(req: DagPlanRequest, tasks: Sequence[TaskIn], locs: Sequence[Loc], ed
     group_ids = {g.id for g in groups}
     for t, loc in zip(tasks, locs, strict=True):
         _check_task(loc, t, group_ids, req.now, out)
-    for i, link in enumerate(req.network.links):
-        for end in ("a", "b"):
-            if getattr(link, end) not in group_ids:
-                out.add(("network", "links", i, end), f"unknown group {getattr(link, end)!r}", "unknown")
+    _check_links(req, group_ids, out)
     core_edges = _edges(edges, {t.id for t in tasks}, out)
     return DagProblem(
         tasks=tuple(_task(t) for t in tasks),
@@ -123,6 +120,21 @@ def _build(req: DagPlanRequest, tasks: Sequence[TaskIn], locs: Sequence[Loc], ed
                         tuple(Link(x.a, x.b, x.bandwidth, x.latency) for x in req.network.links)),
         now=req.now,
     )
+
+
+def _check_links(req: DagPlanRequest, group_ids: set[str], out: Problems) -> None:
+    """Known ends, and one link per pair of groups (either direction): a second one would have to be
+    dropped or merged, and either would change the plan without a word."""
+    first: dict[frozenset[str], int] = {}
+    for i, link in enumerate(req.network.links):
+        for end in ("a", "b"):
+            if getattr(link, end) not in group_ids:
+                out.add(("network", "links", i, end), f"unknown group {getattr(link, end)!r}", "unknown")
+        pair = frozenset((link.a, link.b))
+        if pair in first:
+            out.add(("network", "links", i), f"a second link between {link.a!r} and {link.b!r} (the first "
+                    f"is links[{first[pair]}]); give one per pair, it serves both directions", "duplicate")
+        first.setdefault(pair, i)
 
 
 def _check_task(loc: Loc, t: TaskIn, group_ids: set[str], now: float, out: Problems) -> None:
@@ -186,6 +198,21 @@ def _check_graph(p: DagProblem, locs: Sequence[Loc], from_workflow: bool, out: P
         elif t.status == TaskStatus.RUNNING and row[group_index[t.group]] == float("inf"):  # type: ignore[index]
             out.add((*loc, "group"), f"task {t.id!r} is running on group {t.group!r}, which cannot run it")
     _check_progress(p, index, locs, out)
+
+
+def overdue_warnings(p: DagProblem) -> list[str]:
+    """Running tasks already past their expected end (start + cost on their group): the plan lets them
+    end at `now`, which is the earliest they can, and says so."""
+    out = []
+    group_index = {g.id: r for r, g in enumerate(p.groups)}
+    for t in p.tasks:
+        if t.status != TaskStatus.RUNNING:
+            continue
+        expected = t.start + float(cost_row(t, p.groups)[group_index[t.group]])  # type: ignore[index,operator]
+        if expected < p.now:
+            out.append(f"task {t.id!r} was expected to end at {expected} and is still running at now "
+                       f"({p.now}): planned as ending at now, so its successors may start later than planned")
+    return out
 
 
 def _cannot_run(t: Task, groups: Sequence[Group]) -> str:
@@ -276,7 +303,7 @@ def plan_to_wire(req: DagPlanRequest, result: DagResult, timing: dict[str, float
     return DagPlanResponse(
         algorithm=req.algorithm,
         used=plan.algorithm,
-        now=c.problem.now,
+        now=result.now,
         makespan=result.makespans[plan.algorithm],
         finish=plan.finish,
         makespans=result.makespans,

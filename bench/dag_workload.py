@@ -41,3 +41,24 @@ def layered_dag(n: int, gs: tuple[Group, ...], ccr: float = 1.0, seed: int = 0) 
             for u in rng.choice(above, size=min(len(above), int(rng.integers(1, 4))), replace=False):
                 edges.append(Edge(f"t{u}", f"t{v}", float(rng.exponential(mean_bytes))))
     return DagProblem(tuple(tasks), tuple(edges), gs, Network(bandwidth=BANDWIDTH))
+
+
+def shaped_dag(shape: str, n: int, gs: tuple[Group, ...], seed: int = 0) -> DagProblem:
+    """n tasks of one shape: `chain` (each needs the one before), `fanout` (a root feeding n − 1
+    leaves), `independent` (no edge), `layered` (as `layered_dag`, ccr 1). Work lognormal, ~100 s."""
+    if shape == "layered":
+        return layered_dag(n, gs, ccr=1.0, seed=seed)
+    rng = np.random.default_rng(seed)
+    work = rng.lognormal(mean=np.log(100) - 0.5, sigma=1.0, size=n)
+    tasks = tuple(Task(f"t{i}", work=float(w)) for i, w in enumerate(work))
+    data = rng.exponential(float(work.mean()) * BANDWIDTH, size=n)
+    if shape == "chain":
+        pairs = [(i - 1, i) for i in range(1, n)]
+    elif shape == "fanout":
+        pairs = [(0, i) for i in range(1, n)]
+    elif shape == "independent":
+        pairs = []
+    else:
+        raise ValueError(f"unknown shape {shape!r}")
+    edges = tuple(Edge(f"t{u}", f"t{v}", float(data[v])) for u, v in pairs)
+    return DagProblem(tasks, edges, gs, Network(bandwidth=BANDWIDTH))

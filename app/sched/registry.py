@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -12,7 +13,11 @@ from app.sched.dag.critical import critical_path
 from app.sched.dag.graph import Compiled, compile_problem
 from app.sched.dag.heft import HeftPlanner
 from app.sched.dag.mdl import MdlPlanner
+from app.sched.dag.peft import PeftPlanner
+from app.sched.dag.restarts import restart
+from app.sched.dag.search import SearchResult, improve
 from app.sched.dag.model import DagProblem, Plan
+from app.sched.dag.shift import absolute, relative
 from app.sched.model import Decision, Job, Snapshot
 from app.sched.params import CommonParams
 from app.sched.policies.base import BasePolicy
@@ -50,20 +55,56 @@ class DagResult:
     plan: Plan
     makespans: dict[str, float]  # per planner run: one entry, or every planner for `best`
     critical: list[int]  # task indices, first to last
+    now: float = 0.0  # the caller's `now`: `compiled` is relative to it, `plan` is on the caller's clock
+    search: SearchResult | None = None  # what the local search after list scheduling did, if it ran
+    restarts: int = 0  # `best`: list plans tried besides the planners' (other task priorities)
+
+    @property
+    def makespan(self) -> float:
+        return self.search.after if self.search is not None else self.makespans[self.plan.algorithm]
 
 
-DAG_PLANNERS: dict[str, type[MdlPlanner] | type[HeftPlanner]] = {
-    MdlPlanner.NAME: MdlPlanner, HeftPlanner.NAME: HeftPlanner,
+DAG_PLANNERS: dict[str, type[MdlPlanner] | type[HeftPlanner] | type[PeftPlanner]] = {
+    MdlPlanner.NAME: MdlPlanner, HeftPlanner.NAME: HeftPlanner, PeftPlanner.NAME: PeftPlanner,
 }
 DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
 
 
-def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False) -> DagResult:
-    """The one DAG planning function: compile, plan with one planner (or all, for `best`), analyse."""
-    c = compile_problem(problem)
+def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_s: float | None = 0.0,
+             max_search_s: float = 2.0, max_evaluations: int | None = None, seed: int = 0) -> DagResult:
+    """The one DAG planning function: compile, plan with one planner (or all, for `best`), improve by
+    local search, analyse. Planning runs in times relative to `now`; the plan returned is on the
+    caller's clock.
+
+    search_s: the local search's budget in seconds; 0 turns it off; None: SEARCH_MULTIPLE × the list
+    scheduling time, at least MIN_SEARCH_S; never more than `max_search_s`.
+    """
+    t0 = time.perf_counter()
+    c = compile_problem(relative(problem))
     if algorithm == best.NAME:
         plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
-        spans = {algorithm: best.makespan(plan, problem.now)}
-    return DagResult(c, plan, spans, critical_path(c, plan.placements))
+        spans = {algorithm: best.makespan(plan, 0.0)}
+    budget = search_budget(search_s, time.perf_counter() - t0, max_search_s)
+    found, tried = None, 0
+    if budget > 0:
+        t1 = time.perf_counter()
+        if algorithm == best.NAME:  # more list plans first, then the local search on the best
+            share = None if max_evaluations is None else max(1, max_evaluations // 4)
+            plan, tried = restart(c, plan, budget / 2, share, seed)
+            spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
+        found = improve(c, plan, budget - (time.perf_counter() - t1), max_evaluations, seed)
+        plan = found.plan
+    return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
+                     found, tried)
+
+
+SEARCH_MULTIPLE = 3.0
+MIN_SEARCH_S = 0.05
+
+
+def search_budget(asked: float | None, list_s: float, cap_s: float) -> float:
+    if asked is None:
+        asked = max(MIN_SEARCH_S, SEARCH_MULTIPLE * list_s)
+    return max(0.0, min(asked, cap_s))

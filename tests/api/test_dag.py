@@ -162,6 +162,14 @@ ERRORS = [
      ["body", "tasks", 3, "status"], "predecessor 'align_1' is pending"),
     ("link to unknown group", lambda b: b["network"].update(links=[{"a": "bio-a", "b": "x", "bandwidth": 1}]),
      ["body", "network", "links", 0, "b"], "unknown group 'x'"),
+    ("duplicate link, other direction",
+     lambda b: b["network"].update(links=[{"a": "bio-a", "b": "login", "bandwidth": 1},
+                                          {"a": "login", "b": "bio-a", "bandwidth": 2}]),
+     ["body", "network", "links", 1], "a second link between 'login' and 'bio-a'"),
+    ("duplicate self-link",
+     lambda b: b["network"].update(links=[{"a": "bio-a", "b": "bio-a", "bandwidth": 1},
+                                          {"a": "bio-a", "b": "bio-a", "bandwidth": 1}]),
+     ["body", "network", "links", 1], "a second link between 'bio-a' and 'bio-a'"),
     ("no groups", lambda b: b.pop("groups"), ["body", "groups"], "groups are required"),
     ("both formats", lambda b: b.update(workflow=json.loads(EPIGENOMICS.read_text())), ["body"], "not both"),
 ]
@@ -215,3 +223,31 @@ def test_non_finite_or_absurd_numbers_are_422(client: Client, path: tuple, value
     r = client.post("/dag/plan", content=raw, headers={"content-type": "application/json"})
     assert r.status_code == 422, r.text
     assert r.json()["detail"][0]["loc"] == ["body", *path]
+
+
+def test_a_self_link_costs_the_transfer_inside_the_group(client: Client) -> None:
+    """A link from a group to itself is a real transfer: 1e8 bytes at 1e8 B/s puts 1 s between a task
+    and its successor on that group (it used to be dropped: 0 s)."""
+    body = {"tasks": [{"id": "a", "work": 2}, {"id": "b", "work": 3}],
+            "edges": [{"from": "a", "to": "b", "data": 1e8}],
+            "groups": [{"id": "g"}], "algorithm": "heft"}
+    plain = client.post("/dag/plan", json=body).json()
+    assert plain["makespan"] == 5.0
+    body["network"] = {"links": [{"a": "g", "b": "g", "bandwidth": 1e8, "latency": 0.5}]}
+    r = client.post("/dag/plan", json=body)
+    assert r.status_code == 200, r.text
+    b = next(t for t in r.json()["tasks"] if t["id"] == "b")
+    assert (b["start"], r.json()["makespan"]) == (3.5, 6.5)
+
+
+def test_a_running_task_past_its_expected_end_is_said(client: Client) -> None:
+    """split (30 s of work on bio-b, speed 1.5: 20 s) started at 0 and still runs at 100: warned."""
+    tasks = copy.deepcopy(EXAMPLE["tasks"])
+    tasks[0].update(status="running", group="bio-b", start=0)
+    r = client.post("/dag/plan", json=example(tasks=tasks, now=100))
+    assert r.status_code == 200, r.text
+    split = next(t for t in r.json()["tasks"] if t["id"] == "split")
+    assert split["finish"] == 100
+    assert any("'split' was expected to end at 20.0" in w for w in r.json()["warnings"]), r.json()["warnings"]
+    on_time = client.post("/dag/plan", json=example(tasks=tasks, now=10)).json()
+    assert on_time["warnings"] == []

@@ -43,9 +43,11 @@ def dag_problems(draw: st.DrawFn, max_tasks: int = 18) -> DagProblem:
     for j in range(1, n):
         for i in draw(st.sets(st.integers(0, j - 1), max_size=3)):
             edges.append(Edge(f"t{i}", f"t{j}", float(draw(st.sampled_from([0, 1e6, 5e8, 2e9])))))
-    links = ()
+    links: tuple[Link, ...] = ()
     if len(gs) > 1 and draw(st.booleans()):
         links = (Link(gs[0].id, gs[1].id, bandwidth=draw(st.sampled_from([1e7, 1e9])), latency=0.5),)
+    if draw(st.booleans()):  # a transfer inside a group, as saga's instances have
+        links += (Link(gs[-1].id, gs[-1].id, bandwidth=draw(st.sampled_from([1e8, 1e10])), latency=0.1),)
     net = Network(bandwidth=draw(st.sampled_from([1e8, 1e9])), latency=draw(st.sampled_from([0.0, 0.2])),
                   links=links)
     return DagProblem(tasks, tuple(edges), gs, net, now=draw(st.sampled_from([0.0, 5.0])))

@@ -127,3 +127,13 @@ def test_group_free_later_delays_its_tasks(algorithm: str) -> None:
     r = plan_dag(p, algorithm)
     assert table(r)["t"] == ("g", 50.0, 51.0)
     assert r.makespans[algorithm] == 41.0
+
+
+@pytest.mark.parametrize("algorithm", ["mdl", "heft", "best"])
+def test_far_now_keeps_millisecond_durations(algorithm: str) -> None:
+    """At now = 1e12 (doubles 1.2e-4 s apart) a chain of three 1 ms tasks still has a 3 ms makespan."""
+    p = DagProblem(tasks=tuple(Task(f"t{i}", work=0.001) for i in range(3)),
+                   edges=(Edge("t0", "t1"), Edge("t1", "t2")), groups=(Group("g", free_at=1e12),), now=1e12)
+    r = plan_dag(p, algorithm)
+    assert abs(r.makespans[r.plan.algorithm] - 0.003) < 1e-15
+    assert [pl.start for pl in r.plan.placements] == pytest.approx([1e12, 1e12 + 0.001, 1e12 + 0.002])

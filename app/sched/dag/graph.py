@@ -71,18 +71,36 @@ def cost_row(task: Task, groups: Sequence[Group]) -> np.ndarray:
     )
 
 
+def cost_matrix(tasks: Sequence[Task], groups: Sequence[Group]) -> np.ndarray:
+    """Every task's `cost_row`, (T, G): tasks given by `work` in one division per set of requirements."""
+    cost = np.empty((len(tasks), len(groups)))
+    speed = np.array([g.speed for g in groups], dtype=float)
+    by_needs: dict[frozenset[str], list[int]] = {}
+    for v, t in enumerate(tasks):
+        if t.costs is not None:
+            cost[v] = cost_row(t, groups)
+        else:
+            by_needs.setdefault(t.requires, []).append(v)
+    for needs, rows in by_needs.items():
+        able = np.array([needs <= g.labels for g in groups])
+        work = np.array([tasks[v].work for v in rows], dtype=float)
+        cost[rows] = np.where(able, work[:, None] / speed, INF)
+    return cost
+
+
 def network_matrices(groups: Sequence[Group], net: Network) -> tuple[np.ndarray, np.ndarray]:
-    """(latency, 1/bandwidth) between every two groups; zero on the diagonal (same group, no transfer)."""
+    """(latency, 1/bandwidth) between every two groups. Within a group a transfer is free unless a
+    link from the group to itself says what it costs (saga's instances give it a finite speed)."""
     g = len(groups)
     lat = np.full((g, g), net.latency, dtype=float)
     inv_bw = np.full((g, g), 1.0 / net.bandwidth, dtype=float)
+    np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(inv_bw, 0.0)
     index = {grp.id: i for i, grp in enumerate(groups)}
     for link in net.links:
         a, b = index[link.a], index[link.b]
         lat[a, b] = lat[b, a] = link.latency
         inv_bw[a, b] = inv_bw[b, a] = 1.0 / link.bandwidth
-    np.fill_diagonal(lat, 0.0)
-    np.fill_diagonal(inv_bw, 0.0)
     return lat, inv_bw
 
 
@@ -107,7 +125,7 @@ class Compiled:
         return len(self.problem.groups)
 
     def transfer(self, a: int, b: int, data: float) -> float:
-        """Seconds to move `data` bytes from group a to group b (0 on the same group)."""
+        """Seconds to move `data` bytes from group a to group b (0 within a group without a self-link)."""
         return float(self.lat[a, b] + data * self.inv_bw[a, b])
 
 
@@ -123,7 +141,7 @@ def compile_problem(problem: DagProblem) -> Compiled:
     topo = topological_order(n, [[v for v, _ in out] for out in succs])
     if topo is None:
         raise ValueError("the task graph has a cycle")
-    cost = np.vstack([cost_row(t, problem.groups) for t in problem.tasks]) if n else np.zeros((0, 0))
+    cost = cost_matrix(problem.tasks, problem.groups)
     finite = np.isfinite(cost)
     mean_cost = np.where(finite, cost, 0.0).sum(axis=1) / np.maximum(finite.sum(axis=1), 1)
     lat, inv_bw = network_matrices(problem.groups, problem.network)

@@ -9,6 +9,8 @@ topological order, then the lower group, then the lower slot.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from app.sched.dag.graph import Compiled
@@ -68,29 +70,51 @@ class Lanes:
         self.slot = np.array([k for lanes in state.lanes for k in range(len(lanes))], dtype=np.int64)
         self.tail = np.array([lane.tail for lane in self.flat])
         self.max_gap = np.array([lane.max_gap for lane in self.flat])
+        self.gap_end = np.array([lane.last_gap_end for lane in self.flat])
 
     def refresh(self, i: int) -> None:
-        self.tail[i], self.max_gap[i] = self.flat[i].tail, self.flat[i].max_gap
+        lane = self.flat[i]
+        self.tail[i], self.max_gap[i], self.gap_end[i] = lane.tail, lane.max_gap, lane.last_gap_end
 
     def earliest_finish(
-        self, arrival: np.ndarray, cost: np.ndarray, exact: bool
+        self, arrival: np.ndarray, cost: np.ndarray, exact: bool, bias: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(start, finish) per lane. Without `exact`, a lane whose earliest possible finish (data
-        arrival + cost) cannot beat the best found keeps its append-at-the-tail time (an upper bound)."""
+        arrival + cost) cannot beat the best found keeps its append-at-the-tail time (an upper bound).
+        `bias` (per group) is added to the finish when comparing lanes (PEFT's optimistic cost)."""
         ready, d = arrival[self.group], cost[self.group]
+        extra = bias[self.group] if bias is not None else np.zeros(ready.size)
         start = np.maximum(ready, self.tail)
         finish = start + d
-        maybe = np.flatnonzero((self.max_gap >= d) & (ready < self.tail))
+        maybe = np.flatnonzero((self.max_gap >= d) & (ready + d <= self.gap_end))
         if maybe.size:
-            bound = ready[maybe] + d[maybe]
-            best = finish.min()
+            bound = ready[maybe] + d[maybe] + extra[maybe]
+            best = (finish + extra).min()
             for i in maybe[np.argsort(bound, kind="stable")]:
-                if not exact and ready[i] + d[i] > best:
+                if not exact and ready[i] + d[i] + extra[i] > best:
                     break
                 start[i] = self.flat[i].earliest(float(ready[i]), float(d[i]))
                 finish[i] = start[i] + d[i]
-                best = min(best, finish[i])
+                best = min(best, finish[i] + extra[i])
         return start, finish
+
+
+def list_schedule(c: Compiled, priority: np.ndarray, name: str) -> Plan:
+    """HEFT's placement (earliest finish, idle gaps used) with any task priority: the ready task of
+    highest priority goes first (ties: topological position), so any priority gives a valid order."""
+    state = PlanState(c)
+    position = {v: i for i, v in enumerate(c.topo)}
+    ready = [(-priority[v], position[v], v) for v in state.ready]
+    heapq.heapify(ready)
+    lanes = Lanes(state)
+    while ready:
+        v = heapq.heappop(ready)[2]
+        start, finish = lanes.earliest_finish(state.arrival(v), c.cost[v], exact=False)
+        i = int(np.argmin(finish))
+        for s in state.place(v, int(lanes.group[i]), int(lanes.slot[i]), float(start[i])):
+            heapq.heappush(ready, (-priority[s], position[s], s))
+        lanes.refresh(i)
+    return Plan(name, state.result())
 
 
 def _step(v: int, r: int, start: float, finish: np.ndarray, group: np.ndarray) -> Step:

@@ -16,8 +16,6 @@ keeping earlier-free slots for tasks whose data arrive sooner.
 
 from __future__ import annotations
 
-import heapq
-
 import numpy as np
 
 from app.sched.dag.graph import Compiled
@@ -41,65 +39,162 @@ def best_fit_slot(state: PlanState, r: int, start: float) -> int:
     return best_k
 
 
+BLOCK = 64  # positions per block of the pool
+NO_TASK = np.iinfo(np.int64).max
+
+
 class ReadyPool:
-    """The ready tasks' MDL columns, packed: position p holds one ready task, arrays are (G, positions)
-    so a group's row is contiguous, and freed positions are reused lowest first, so every vector
-    operation spans the widest ready set seen, not the whole workflow."""
+    """The ready tasks' MDL matrix, packed: position p holds one ready task, arrays are (G, positions),
+    and a task leaving is replaced by the last one, so every operation spans the ready set only.
 
-    def __init__(self, n_groups: int, capacity: int) -> None:
-        self.base = np.zeros((n_groups, capacity))
-        self.td = np.full((n_groups, capacity), np.inf)
-        self.mdl = np.full((n_groups, capacity), -np.inf)
-        self.best = np.full(capacity, -np.inf)
-        self.arg = np.zeros(capacity, dtype=np.int64)
-        self.task = np.full(capacity, -1, dtype=np.int64)
-        self.free: list[int] = []
+    Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL
+    and the lowest task index reaching it. Placing a task touches one block of every group (the
+    task leaves) and one row (t_a of its group grew); the next pair is the best of the G × blocks
+    table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000 independent
+    tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    """
+
+    def __init__(self, n_groups: int, ta: np.ndarray) -> None:
+        self.ta = ta  # the planner's t_a(R), shared: it only grows
+        self.g = n_groups
+        self.base = np.zeros((n_groups, BLOCK))
+        self.td = np.full((n_groups, BLOCK), np.inf)
+        self.mdl = np.full((n_groups, BLOCK), -np.inf)
+        self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
+        self.bmax = np.full((n_groups, 1), -np.inf)
+        self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
+        self.position: dict[int, int] = {}
         self.hi = 0  # positions in use are below hi
+        self.blocked = False  # the block table is kept only while many tasks are ready
 
-    def add(self, v: int, base: np.ndarray, td: np.ndarray, ta: np.ndarray) -> None:
-        p = heapq.heappop(self.free) if self.free else self._grow()
-        self.task[p], self.base[:, p], self.td[:, p] = v, base, td
-        self.mdl[:, p] = base - np.maximum(td, ta)
-        self.arg[p] = int(np.argmax(self.mdl[:, p]))
-        self.best[p] = self.mdl[self.arg[p], p]
+    @property
+    def blocks(self) -> int:
+        return -(-self.hi // BLOCK)
+
+    def add(self, tasks: list[int], base: np.ndarray, td: np.ndarray) -> None:
+        """Tasks made ready, with their rows of `base` and t_d (len(tasks) × G)."""
+        if not tasks:
+            return
+        cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
+        self.task[cols] = tasks
+        self.base[:, cols], self.td[:, cols] = base.T, td.T
+        self.mdl[:, cols] = self.base[:, cols] - np.maximum(self.td[:, cols], self.ta[:, None])
+        if not self.blocked and self.hi > BLOCK:
+            self.blocked = True
+            self._blocks(np.arange(self.blocks))
+            return
+        if not self.blocked:
+            return
+        if cols.size > 4:
+            self._blocks(np.unique(cols // BLOCK))
+            return
+        for p in cols.tolist():
+            self._raise(p)
+
+    def _take(self, v: int) -> int:
+        p = self._grow()
+        self.position[v] = p
+        return p
 
     def _grow(self) -> int:
-        if self.hi == self.best.size:
-            extra = max(self.hi, 16)
-            self.base = np.hstack([self.base, np.zeros((self.base.shape[0], extra))])
-            self.td = np.hstack([self.td, np.full((self.td.shape[0], extra), np.inf)])
-            self.mdl = np.hstack([self.mdl, np.full((self.mdl.shape[0], extra), -np.inf)])
-            self.best = np.concatenate([self.best, np.full(extra, -np.inf)])
-            self.arg = np.concatenate([self.arg, np.zeros(extra, dtype=np.int64)])
-            self.task = np.concatenate([self.task, np.full(extra, -1, dtype=np.int64)])
+        if self.hi == self.task.size:
+            extra = self.task.size
+            self.base = np.hstack([self.base, np.zeros((self.g, extra))])
+            self.td = np.hstack([self.td, np.full((self.g, extra), np.inf)])
+            self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
+            self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
+            more = extra // BLOCK
+            self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
+            self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
         self.hi += 1
         return self.hi - 1
 
-    def top(self, exclude: int = -1) -> int:
-        """Position of the largest MDL; ties to the lower task index. -1 when nothing is left."""
-        best = self.best[:self.hi]
-        if exclude >= 0:
-            best = best.copy()
-            best[exclude] = -np.inf
-        if not self.hi or best.max() == -np.inf:
-            return -1
-        tied = np.flatnonzero(best == best.max())
-        return int(tied[0] if tied.size == 1 else tied[np.argmin(self.task[tied])])
+    def _blocks(self, blocks: np.ndarray) -> None:
+        """Recompute the best of these blocks for every group."""
+        cols = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
+        seg = self.mdl[:, cols].reshape(self.g, blocks.size, BLOCK)
+        best = seg.max(axis=2)
+        tasks = self.task[cols].reshape(blocks.size, BLOCK)
+        self.bmax[:, blocks] = best
+        self.btask[:, blocks] = np.where(seg == best[:, :, None], tasks, NO_TASK).min(axis=2)
+
+    def top(self) -> tuple[int, int]:
+        """(position, group) of the largest MDL; ties to the lower task, then the lower group.
+        (-1, -1) when nothing is left."""
+        if not self.blocked:
+            return self._top_small()
+        nb = self.blocks
+        bmax = self.bmax[:, :nb]
+        if not nb or (m := bmax.max()) == -np.inf:
+            return -1, -1
+        key = np.where(bmax == m, self.btask[:, :nb], NO_TASK).min(axis=1)
+        r = int(np.argmin(key))
+        return self.position[int(key[r])], r
+
+    def _top_small(self) -> tuple[int, int]:
+        sub = self.mdl[:, :self.hi]
+        if not self.hi or (m := sub.max()) == -np.inf:
+            return -1, -1
+        rows, cols = np.nonzero(sub == m)
+        if rows.size == 1:
+            return int(cols[0]), int(rows[0])
+        v, r = min(zip(self.task[cols].tolist(), rows.tolist(), strict=True))
+        return self.position[v], r
 
     def remove(self, p: int) -> None:
-        self.task[p], self.best[p] = -1, -np.inf
-        self.td[:, p], self.mdl[:, p] = np.inf, -np.inf
-        heapq.heappush(self.free, p)
+        """The task at p leaves; the last position moves into p, so positions stay dense."""
+        v, last = int(self.task[p]), self.hi - 1
+        del self.position[v]
+        moved = int(self.task[last])
+        if p != last:
+            self.position[moved] = p
+            for a in (self.base, self.td, self.mdl):
+                a[:, p] = a[:, last]
+            self.task[p] = moved
+        self.task[last] = NO_TASK
+        self.td[:, last], self.mdl[:, last] = np.inf, -np.inf
+        self.hi = last
+        if self.blocked and last <= BLOCK // 2:
+            self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
+        if not self.blocked:
+            return
+        bp, bl = p // BLOCK, last // BLOCK
+        self._forget(bp, v)
+        if bl != bp:
+            self._forget(bl, moved)
+            self._raise(p)
 
-    def group_later(self, r: int, ta: float) -> None:
-        """t_a(r) grew: refresh row r, and the best pair of every task whose best was on r."""
-        hi = self.hi
-        self.mdl[r, :hi] = self.base[r, :hi] - np.maximum(self.td[r, :hi], ta)
-        stale = np.flatnonzero((self.arg[:hi] == r) & (self.best[:hi] > -np.inf))
-        if stale.size:
-            sub = self.mdl[:, stale]
-            self.arg[stale] = np.argmax(sub, axis=0)
-            self.best[stale] = sub[self.arg[stale], np.arange(stale.size)]
+    def _forget(self, b: int, v: int) -> None:
+        """Task v left block b: recompute the groups whose block best it was."""
+        lo, hi = b * BLOCK, min(self.hi, (b + 1) * BLOCK)
+        if hi <= lo:
+            self.bmax[:, b], self.btask[:, b] = -np.inf, NO_TASK
+            return
+        rows = np.flatnonzero(self.btask[:, b] == v)
+        if rows.size:
+            seg = self.mdl[rows, lo:hi]
+            best = seg.max(axis=1)
+            self.bmax[rows, b] = best
+            self.btask[rows, b] = np.where(seg == best[:, None], self.task[lo:hi], NO_TASK).min(axis=1)
+
+    def _raise(self, p: int) -> None:
+        """A column arrived at p: it can only raise its block's best."""
+        b, score, v = p // BLOCK, self.mdl[:, p], int(self.task[p])
+        better = (score > self.bmax[:, b]) | ((score == self.bmax[:, b]) & (v < self.btask[:, b]))
+        self.bmax[better, b], self.btask[better, b] = score[better], v
+
+    def group_later(self, r: int) -> None:
+        """t_a(r) grew: refresh row r and its blocks."""
+        n = self.blocks * BLOCK if self.blocked else self.hi
+        row = self.base[r, :n] - np.maximum(self.td[r, :n], self.ta[r])
+        self.mdl[r, :n] = row
+        if not self.blocked:
+            return
+        seg = row.reshape(-1, BLOCK)
+        best = seg.max(axis=1)
+        self.bmax[r, :seg.shape[0]] = best
+        tasks = self.task[:n].reshape(-1, BLOCK)
+        self.btask[r, :seg.shape[0]] = np.where(seg == best[:, None], tasks, NO_TASK).min(axis=1)
 
 
 class MdlPlanner:
@@ -109,37 +204,39 @@ class MdlPlanner:
         state = PlanState(c)
         base = base_matrix(c)
         ta = np.array([min(lane.tail for lane in lanes) for lanes in state.lanes], dtype=float)
-        pool = ReadyPool(c.n_groups, min(c.n_tasks, 256) or 1)
-        for v in state.ready:
-            pool.add(v, base[v], state.arrival(v), ta)
+        pool = ReadyPool(c.n_groups, ta)
+        _add(pool, state, base, state.ready)
         steps: list[Step] = []
-        while (p := pool.top()) >= 0:
-            v, r = int(pool.task[p]), int(pool.arg[p])
+        while (top := pool.top())[0] >= 0:
+            p, r = top
+            v = int(pool.task[p])
             start = max(float(pool.td[r, p]), float(ta[r]))
             if explain:
-                steps.append(_step(pool, p, start))
+                steps.append(_step(pool, p, r, start))
             newly = state.place(v, r, best_fit_slot(state, r, start), start)
             pool.remove(p)
             new_ta = min(lane.tail for lane in state.lanes[r])
             if new_ta != ta[r]:
                 ta[r] = new_ta
-                pool.group_later(r, new_ta)
-            for s in newly:
-                pool.add(s, base[s], state.arrival(s), ta)
+                pool.group_later(r)
+            _add(pool, state, base, newly)
         return Plan(NAME, state.result(), steps)
 
 
-def _step(pool: ReadyPool, p: int, start: float) -> Step:
-    """The chosen pair and the best other pair: the task's second-best group or the best other task."""
-    v, r = int(pool.task[p]), int(pool.arg[p])
-    column = pool.mdl[:, p].copy()
-    column[r] = -np.inf
-    alt_r = int(np.argmax(column))
-    q = pool.top(exclude=p)
-    candidates = [(column[alt_r], -v, -alt_r)]
-    if q >= 0:
-        candidates.append((pool.best[q], -int(pool.task[q]), -int(pool.arg[q])))
-    score, nv, nr = max(candidates)
-    if score == -np.inf:
-        return Step(v, r, float(pool.best[p]), start)
-    return Step(v, r, float(pool.best[p]), start, -nv, -nr, float(score))
+def _add(pool: ReadyPool, state: PlanState, base: np.ndarray, tasks: list[int]) -> None:
+    if tasks:
+        pool.add(tasks, base[tasks], np.array([state.arrival(v) for v in tasks]))
+
+
+def _step(pool: ReadyPool, p: int, r: int, start: float) -> Step:
+    """The chosen pair and the best other pair (the task's second-best group or another task)."""
+    v, hi = int(pool.task[p]), pool.hi
+    mdl = pool.mdl[:, :hi].copy()
+    score = float(mdl[r, p])
+    mdl[r, p] = -np.inf
+    m = mdl.max()
+    if m == -np.inf:
+        return Step(v, r, score, start)
+    rows, cols = np.nonzero(mdl == m)
+    alt_v, alt_r = min(zip(pool.task[cols].tolist(), rows.tolist(), strict=True))
+    return Step(v, r, score, start, alt_v, alt_r, float(m))

@@ -30,6 +30,11 @@ class Lane:
         self.max_gap = 0.0  # longest closed gap
 
     @property
+    def last_gap_end(self) -> float:
+        """End of the latest closed gap (-inf when there is none): nothing ready later can be inserted."""
+        return self.gap_ends[-2] if len(self.gap_ends) > 1 else -np.inf
+
+    @property
     def tail(self) -> float:
         """Start of the open-ended gap: free from then on."""
         return self.gap_starts[-1]
@@ -44,11 +49,13 @@ class Lane:
             return max(ready, self.tail)
         starts, ends = self.gap_starts, self.gap_ends
         i = bisect_right(ends, ready)
-        while True:
-            t = max(starts[i], ready)
-            if t + duration <= ends[i]:
-                return t
-            i += 1
+        t = starts[i] if starts[i] > ready else ready
+        if t + duration <= ends[i]:
+            return t
+        for i in range(i + 1, len(starts)):  # the later gaps all start after `ready`
+            if starts[i] + duration <= ends[i]:
+                return starts[i]
+        raise AssertionError("the open-ended gap always fits")
 
     def book(self, start: float, finish: float) -> None:
         if finish <= start:

@@ -1,0 +1,84 @@
+"""More list plans for `best`: HEFT's placement under other task priorities, then under seeded
+random perturbations of the upward rank, until a time budget or a number of plans is spent.
+
+Named priorities: the upward rank with the mean transfer over every pair of groups, each group with
+itself included (`heft-every-pair`, saga's reading of HEFT), with each task's fastest (`heft-min`), slowest (`heft-max`) or
+median cost (`heft-median`) in place of the mean, and CPOP's upward + downward rank (`heft-cpop`).
+Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task (σ growing from 0.05
+to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from app.sched.dag.best import makespan
+from app.sched.dag.graph import Compiled
+from app.sched.dag.heft import list_schedule, mean_transfer, upward_rank
+from app.sched.dag.model import Plan
+
+
+def _finite(c: Compiled, stat: Callable[[np.ndarray], float]) -> np.ndarray:
+    return np.array([stat(row[np.isfinite(row)]) if np.isfinite(row).any() else 0.0 for row in c.cost])
+
+
+def rank_with(c: Compiled, work: np.ndarray, every_pair: bool = False) -> np.ndarray:
+    """Upward rank with `work` as each task's cost; `every_pair`: the mean transfer over every pair
+    of groups, a group with itself included (as saga's HEFT ranks), not only distinct ones."""
+    lat, per_byte = (float(c.lat.mean()), float(c.inv_bw.mean())) if every_pair else mean_transfer(c)
+    rank = work.astype(float)
+    for u in reversed(c.topo):
+        if c.succs[u]:
+            rank[u] = work[u] + max(lat + data * per_byte + rank[v] for v, data in c.succs[u])
+    return rank
+
+
+def downward_rank(c: Compiled) -> np.ndarray:
+    lat, per_byte = mean_transfer(c)
+    rank = np.zeros(c.n_tasks)
+    for v in c.topo:
+        if c.preds[v]:
+            rank[v] = max(rank[u] + c.mean_cost[u] + lat + data * per_byte for u, data in c.preds[v])
+    return rank
+
+
+def named_priorities(c: Compiled) -> list[tuple[str, np.ndarray]]:
+    up = upward_rank(c)
+    return [
+        ("heft-every-pair", rank_with(c, c.mean_cost, every_pair=True)),
+        ("heft-min", rank_with(c, _finite(c, np.min))),
+        ("heft-max", rank_with(c, _finite(c, np.max))),
+        ("heft-median", rank_with(c, _finite(c, np.median))),
+        ("heft-cpop", up + downward_rank(c)),
+    ]
+
+
+def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = None,
+            seed: int = 0) -> tuple[Plan, int]:
+    """The shortest of `plan` and the variants tried within the budget; (plan, variants tried)."""
+    t0 = time.perf_counter()
+    best, span = plan, makespan(plan, 0.0)
+    rng = np.random.default_rng(seed)
+    up = upward_rank(c)
+    tried = 0
+
+    def spent() -> bool:
+        return (max_plans is not None and tried >= max_plans) or time.perf_counter() - t0 >= budget_s
+
+    named = named_priorities(c)
+    k = 0
+    while not spent():
+        if tried < len(named):
+            name, priority = named[tried]
+        else:
+            k += 1
+            sigma = min(0.3, 0.05 * (1 + k // 4))
+            name, priority = f"heft-noise-{k}", up * rng.lognormal(0.0, sigma, size=c.n_tasks)
+        candidate = list_schedule(c, priority, name)
+        tried += 1
+        if (m := makespan(candidate, 0.0)) < span:
+            best, span = candidate, m
+    return best, tried
