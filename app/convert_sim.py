@@ -8,7 +8,7 @@ from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult
 from app.sim.swf import SwfError, SwfJob, SwfTrace, read_swf
-from app.sim.workload import Machine, Workload, default_machine, partitioned, workload
+from app.sim.workload import Machine, Reading, Workload, default_machine, partitioned, workload
 from schemas.simulate import MachineIn, SimJobIn, SimulateRequest, SimulateResponse
 
 
@@ -51,7 +51,7 @@ def workload_from_wire(req: SimulateRequest, max_jobs: int) -> tuple[Workload, s
     machine = (Machine(m.nodes, m.cores_per_node, m.mem_mib_per_node) if m.nodes
                else default_machine(trace, m.cores_per_node, m.mem_mib_per_node))
     name, params = params_from_wire(req.policy)
-    return _split(workload(trace, machine), m), name, params
+    return _split(workload(trace, machine, Reading(**req.reading.model_dump())), m), name, params
 
 
 def _split(w: Workload, m: MachineIn) -> Workload:
