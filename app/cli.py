@@ -3,6 +3,7 @@
     hpcsched simulate TRACE --policy easy [--param k=v]... [--nodes N --cores-per-node C] [--jobs N]
     hpcsched compare TRACE --policies fcfs,easy,conservative [--plots DIR]
     hpcsched compare TRACE --split-queues --policies 'easy,easy:migration={"mode":"static"}'
+    hpcsched tune TRACE [--objective bsld|wait|mix:bsld=0.7,wait=0.3|maxwait-cap:S] [--scheduler ADDR]
 
 A policy in --policies may carry its own parameters: `name:k=v;k=v` (v as JSON), on top of --param;
 `predicted=true` among them (or --predict-runtimes for all) tells the scheduler predicted run times.
@@ -247,6 +248,11 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
              draw.utilisation(replays, w.machine, plots / "utilisation.png")]
     json_out.write_text(json.dumps(out, indent=1))
     console.print(f"wrote {json_out}, " + ", ".join(map(str, files)))
+
+
+from app.tune_cli import tune  # noqa: E402  (the command lives in its own module)
+
+cli.command()(tune)
 
 
 def main() -> None:
