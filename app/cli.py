@@ -3,6 +3,7 @@
     hpcsched simulate TRACE --policy easy [--param k=v]... [--nodes N --cores-per-node C] [--jobs N]
     hpcsched compare TRACE --policies fcfs,easy,conservative [--plots DIR]
     hpcsched compare TRACE --split-queues --policies 'easy,easy:migration={"mode":"static"}'
+    hpcsched tune TRACE [--objective bsld|wait|mix:bsld=0.7,wait=0.3|maxwait-cap:S] [--scheduler ADDR]
 
 A policy in --policies may carry its own parameters: `name:k=v;k=v` (v as JSON), on top of --param;
 `predicted=true` among them (or --predict-runtimes for all) tells the scheduler predicted run times.
@@ -26,7 +27,7 @@ from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.swf import SwfError, read_swf
-from app.sim.workload import Machine, Workload, default_machine, partitioned, workload
+from app.sim.workload import Machine, Reading, Workload, default_machine, partitioned, workload
 from schemas.policies import PolicySpec
 
 cli = typer.Typer(add_completion=False, help=__doc__)
@@ -51,6 +52,12 @@ Split = Annotated[bool, typer.Option(help="split the nodes among the trace's que
                                           "each, the rest by share of the work)")]
 QueueNodes = Annotated[str | None, typer.Option(help="nodes per trace queue, e.g. normal=64,low=40,high=24 "
                                                      "(implies --split-queues)")]
+Size = Annotated[str, typer.Option(help="allocated | requested: which processor count sizes a job")]
+Kill = Annotated[bool, typer.Option(help="kill a job that ran past its requested time there (default: it "
+                                         "runs its recorded time; the scheduler is told the request raised "
+                                         "to it)")]
+UnknownRun = Annotated[str, typer.Option(help="ten_seconds | drop: jobs whose run time is -1")]
+ZeroRun = Annotated[str, typer.Option(help="drop | keep: jobs whose run time is 0 s")]
 
 
 def policy_params(name: str, pairs: list[str] | None) -> tuple[str, CommonParams]:
@@ -92,14 +99,23 @@ def take_predicted(pairs: list[str]) -> tuple[list[str], bool]:
     return rest, predicted
 
 
+def reading_of(size: str = "allocated", kill_at_request: bool = False, unknown_runtime: str = "ten_seconds",
+               zero_runtime: str = "drop") -> Reading:
+    """The log reading the options ask for (the conventional one by default)."""
+    return Reading(size, kill_at_request, unknown_runtime, zero_runtime)
+
+
 def load(trace: Path, nodes: int | None, cores: int, memory: int, jobs: int | None,
-         split: bool = False, queue_nodes: str | None = None) -> Workload:
+         split: bool = False, queue_nodes: str | None = None, reading: Reading | None = None) -> Workload:
     try:
         t = read_swf(trace, limit=jobs)
     except SwfError as exc:
         raise typer.BadParameter(f"{trace.name}: {exc}", param_hint="TRACE") from exc
     machine = Machine(nodes, cores, memory) if nodes else default_machine(t, cores, memory)
-    w = workload(t, machine)
+    try:
+        w = workload(t, machine, reading or Reading())
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--size/--unknown-runtime/--zero-runtime") from exc
     if not (split or queue_nodes):
         return w
     try:
@@ -182,10 +198,13 @@ def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[
 def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes: Nodes = None,
              cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
              split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
+             size: Size = "allocated", kill_at_request: Kill = False,
+             unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
              json_out: JsonOut = Path("simulate.json")) -> None:
     """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
     name, params = policy_params(policy, param)
-    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes)
+    reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
+    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
     result, seconds = run(w, name, params, predict_runtimes)
     out = report(w, {name: (result, seconds)})
     m = out["policies"][name]
@@ -203,6 +222,8 @@ def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes:
 def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param: Params = None,
             nodes: Nodes = None, cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
             split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
+            size: Size = "allocated", kill_at_request: Kill = False,
+            unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
             plots: PlotDir = Path("plots"), json_out: JsonOut = Path("compare.json")) -> None:
     """Replay TRACE under several policies (the same --param for all); one table, JSON, and plots."""
     chosen = []
@@ -210,7 +231,8 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
         name, pairs = policy_spec(label)
         pairs, predicted = take_predicted(pairs)
         chosen.append((label, *policy_params(name, pairs + (param or [])), predicted or predict_runtimes))
-    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes)
+    reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
+    w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
     results = {label: run(w, name, params, predicted) for label, name, params, predicted in chosen}
     out = report(w, results)
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
@@ -226,6 +248,11 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
              draw.utilisation(replays, w.machine, plots / "utilisation.png")]
     json_out.write_text(json.dumps(out, indent=1))
     console.print(f"wrote {json_out}, " + ", ".join(map(str, files)))
+
+
+from app.tune_cli import tune  # noqa: E402  (the command lives in its own module)
+
+cli.command()(tune)
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult
 from app.sim.swf import SwfError, SwfJob, SwfTrace, read_swf
-from app.sim.workload import Machine, Workload, default_machine, partitioned, workload
+from app.sim.workload import Machine, Reading, Workload, default_machine, partitioned, workload
 from schemas.common import MAX_NODES
 from schemas.simulate import MachineIn, SimJobIn, SimulateRequest, SimulateResponse
 
@@ -56,7 +56,7 @@ def workload_from_wire(req: SimulateRequest, max_jobs: int) -> tuple[Workload, s
                                 f"the widest job, over cores_per_node); at most {MAX_NODES}: give "
                                 "machine.nodes", "too_large")
     name, params = params_from_wire(req.policy)
-    return _split(workload(trace, machine), m), name, params
+    return _split(workload(trace, machine, Reading(**req.reading.model_dump())), m), name, params
 
 
 def _split(w: Workload, m: MachineIn) -> Workload:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -22,6 +22,20 @@ class MachineIn(Strict):
     queue_nodes: dict[str, Annotated[int, Field(ge=1, le=MAX_NODES)]] | None = Field(
         None, min_length=1, description="nodes per trace queue (implies split_queues; every queue of the "
         "trace must be named); `nodes`, if given, must be their sum")
+
+
+class SwfReadingIn(Strict):
+    """How the trace's jobs are read; the defaults are the community simulators' conventions."""
+
+    size: Literal["allocated", "requested"] = Field(
+        "allocated", description="which processor count sizes a job (the other one when it is missing)")
+    kill_at_request: bool = Field(
+        False, description="a job that ran past its requested time is killed there; by default it runs its "
+        "recorded time and the scheduler is told the request raised to it")
+    unknown_runtime: Literal["ten_seconds", "drop"] = Field(
+        "ten_seconds", description="jobs whose run time is -1 (cancelled while waiting) count as 10 s jobs, "
+        "or are left out")
+    zero_runtime: Literal["drop", "keep"] = Field("drop", description="jobs whose run time is 0 s")
 
 
 class SimJobIn(Strict):
@@ -53,10 +67,12 @@ class SimulateRequest(Strict):
     jobs: list[SimJobIn] | None = Field(None, description="the trace as a job list")
     policy: PolicySpec = Field(default_factory=EasyPolicy)
     machine: MachineIn = MachineIn()
+    reading: SwfReadingIn = Field(
+        default_factory=SwfReadingIn, description="how the trace's jobs are read; every adjustment is "
+        "counted in `notes`")
     predict_runtimes: bool = Field(
         False, description="tell the scheduler predicted run times (the request scaled by the mean of the "
-        "user's last two run/request ratios, at most the request) instead of the requests; jobs are "
-        "still killed at their request")
+        "user's last two run/request ratios, at most the request) instead of the requests")
 
 
 class SimulateResponse(BaseModel):

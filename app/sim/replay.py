@@ -6,7 +6,8 @@ allocations and the running jobs' holdings as arrays it keeps current in place, 
 rebuilt at every instant; the running jobs with their estimates), starts what it says to start, and
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
 policy can start anything then, so the answer is known. A job ends at start + its real run time, or
-is killed at start + its estimate if it runs longer, as a resource manager would. All jobs share one
+is killed at start + its estimate if it runs longer (the workload's estimates are never shorter than
+the run time unless it was read with `kill_at_request`). All jobs share one
 partition, "default", unless the machine is split among the trace's queues (`Machine.queues`): then a
 job waits in its trace queue and, when the policy migrates it, the replay moves it to the new queue for
 good, as a resource manager would (it is sent as migrated from then on).
@@ -155,7 +156,7 @@ class Predictor:
     requests are exact is told them unchanged, and a user's small and large jobs are told different
     times. On the first 10,000 jobs of SDSC-SP2 / HPC2N under F1 + EASY this gives bounded slowdown
     11.0 / 33.6 against 11.8 / 34.9 for the plain mean. A job still running when its told time is up
-    is told its request from then on. It is killed at its request either way."""
+    is told its request from then on (raised to its run time, unless the workload kills at the request)."""
 
     def __init__(self) -> None:
         self.last: dict[str, deque[float]] = {}
@@ -170,8 +171,8 @@ class Predictor:
         self.last.setdefault(j.user, deque(maxlen=2)).append(ran / max(j.estimate, 1.0))
 
 
-def _job(j: SimJob, queue: str, walltime: float) -> Job:
-    return Job(id=j.id, queue=queue, submit_time=j.submit, walltime_s=walltime, nodes=j.nodes, cpu=j.cpu,
+def _job(j: SimJob, wire_id: str, queue: str, walltime: float) -> Job:
+    return Job(id=wire_id, queue=queue, submit_time=j.submit, walltime_s=walltime, nodes=j.nodes, cpu=j.cpu,
                mem_mib=j.mem_mib, user=j.user)
 
 
@@ -184,7 +185,11 @@ class _Replay:
             params = POLICIES[policy][0]()
         self.params = params
         self.cluster = Cluster(w)
-        self.by_id = {j.id: j for j in w.jobs}
+        # the core breaks ties by job id as text: it is told each job's place in the workload's order
+        # (submit time, then job number), zero-padded, so its ties follow the trace's numbers
+        width = len(str(len(w.jobs)))
+        self.wire_id = {j.id: f"{k:0{width}d}" for k, j in enumerate(w.jobs)}
+        self.by_id = {self.wire_id[j.id]: j for j in w.jobs}
         self.ends: list[tuple[float, str]] = []  # real ends
         self.overdue: list[tuple[float, str]] = []  # told ends, when run times are predicted
         self.running: dict[str, RunningJob] = {}
@@ -218,7 +223,8 @@ class _Replay:
 
     def arrive(self, j: SimJob) -> None:
         told = self.predictor.told(j) if self.predictor else j.estimate
-        self.pending[j.id] = _job(j, self.home(j), told)
+        wire = self.wire_id[j.id]
+        self.pending[wire] = _job(j, wire, self.home(j), told)
         self.shapes.add(j, +1)
 
     def ask(self, now: float) -> Decision | None:
@@ -242,19 +248,19 @@ class _Replay:
             self.start(self.by_id[s.job_id], s, now)
 
     def start(self, j: SimJob, s: Start, now: float) -> None:
-        told = self.pending.pop(j.id)
+        told = self.pending.pop(s.job_id)
         migrated = told.migrated or s.queue != self.home(j)
         self.shapes.add(j, -1)
         self.cluster.start(j, s.node_ids, now + told.walltime_s)
         share = (j.cpu, j.mem_mib, 0)
-        self.running[j.id] = RunningJob(j.id, s.queue, tuple([(n, share) for n in s.node_ids]),
+        self.running[s.job_id] = RunningJob(s.job_id, s.queue, tuple([(n, share) for n in s.node_ids]),
                                         now, told.walltime_s, migrated)
         end = now + min(j.run, j.estimate)
-        heapq.heappush(self.ends, (end, j.id))
+        heapq.heappush(self.ends, (end, s.job_id))
         if end > now + told.walltime_s:
-            heapq.heappush(self.overdue, (now + told.walltime_s, j.id))
+            heapq.heappush(self.overdue, (now + told.walltime_s, s.job_id))
         self.records.append(JobRecord(j, now, end, s.node_ids, s.kind == StartKind.BACKFILL,
-                                      self.promised.pop(j.id, None), s.queue, migrated))
+                                      self.promised.pop(s.job_id, None), s.queue, migrated))
 
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,

@@ -1,10 +1,19 @@
 """From a trace to the simulator's jobs and machine: what is modelled, and what stands in for what is missing.
 
 Machine: `nodes` nodes of `cores_per_node` cores (and `mem_mib_per_node` MiB when memory is modelled).
-cores_per_node = 1 reproduces the processor-count simulations of the literature. A job asking p
+cores_per_node = 1 reproduces the processor-count simulations of the literature. A job of p
 processors gets ceil(p / cores_per_node) nodes, each with ceil(p / nodes) cores.
-Estimate: the requested time; where the trace has none, the job's real run time (a perfect estimate),
-and the replay says how many jobs needed that stand-in.
+
+The reading of a log (`Reading`) follows the community's simulators (e.g. RLScheduler's SchedGym,
+the usual PWA conventions) unless an option says otherwise, and every adjustment is counted in the
+notes:
+- size: the processors the job was allocated, when the log has them (requested ones when not);
+- run: the job runs its recorded run time; the scheduler is told its request, raised to the run time
+  where the job ran longer (killing at the request is an option, off by default); a log without
+  requested times tells the run time;
+- a run time of -1 (unknown: in cleaned logs, jobs cancelled while they waited) counts as 10 s; a
+  run time of 0 s, or no processor count at all, leaves the job out;
+- jobs arrive in submit order, ties in job-number order (numbers compared as numbers).
 Queues: by default every job shares one partition. `partitioned` splits the nodes among the trace's
 queues (algorithms.md §2: nodes are split among queues), for the multi-queue balancing policies.
 """
@@ -12,9 +21,10 @@ queues (algorithms.md §2: nodes are split among queues), for the multi-queue ba
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
-from app.sim.swf import SwfTrace
+from app.sim.swf import SwfJob, SwfTrace
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +45,7 @@ class SimJob:
     id: str
     submit: float
     run: float  # real run time
-    estimate: float  # what the scheduler is told (the job is killed there)
+    estimate: float  # what the scheduler is told (the job is killed there, if it runs longer)
     procs: int
     nodes: int
     cpu: int  # per node
@@ -58,43 +68,121 @@ def default_machine(trace: SwfTrace, cores_per_node: int = 1, mem_mib_per_node: 
     return Machine(max(1, procs // cores_per_node), cores_per_node, mem_mib_per_node)
 
 
-def workload(trace: SwfTrace, machine: Machine) -> Workload:
-    """The jobs the replay can run, in submit order; every job left out is counted in `notes`."""
-    jobs, notes = [], []
-    not_run = too_big = stand_in = capped = 0
-    for j in trace.jobs:
-        procs = j.procs
-        if j.run < 0 or procs <= 0:
-            not_run += 1
+UNKNOWN_RUN_S = 10.0  # what a run time of -1 counts as, after SchedGym
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How a log's jobs become the replay's; the defaults are the conventional reading."""
+
+    size: str = "allocated"  # allocated | requested: which processor count sizes a job
+    kill_at_request: bool = False  # a job that ran past its request is killed there
+    unknown_runtime: str = "ten_seconds"  # ten_seconds | drop: jobs whose run time is -1
+    zero_runtime: str = "drop"  # drop | keep: jobs whose run time is 0 s
+
+
+SIZES = ("allocated", "requested")
+UNKNOWN_RUNTIMES = ("ten_seconds", "drop")
+ZERO_RUNTIMES = ("drop", "keep")
+
+
+def workload(trace: SwfTrace, machine: Machine, reading: Reading = Reading()) -> Workload:
+    """The jobs the replay can run, in submit order (ties by job number); every job left out and
+    every adjustment is counted in `notes`."""
+    _check(reading)
+    jobs: list[tuple[float, int, int, SimJob]] = []
+    n: Counter[str] = Counter()
+    for k, j in enumerate(trace.jobs):
+        run = _run_time(j, reading, n)
+        procs = _size(j, reading, n)
+        if run is None or procs is None:
             continue
         nodes = math.ceil(procs / machine.cores_per_node)
         if nodes > machine.nodes:
-            too_big += 1
+            n["too_big"] += 1
             continue
         cpu = math.ceil(procs / nodes)
         mem = 0
         if machine.mem_mib_per_node and j.req_mem_kb > 0:
             mem = math.ceil(j.req_mem_kb * cpu / 1024)
             if mem > machine.mem_mib_per_node:
-                mem, capped = machine.mem_mib_per_node, capped + 1
-        estimate = j.req_time
-        if estimate <= 0:
-            estimate, stand_in = max(j.run, 1.0), stand_in + 1
+                mem = machine.mem_mib_per_node
+                n["capped"] += 1
+        estimate = _estimate(j, run, reading, n)
         queue = trace.queues.get(j.queue, f"q{j.queue}") if j.queue >= 0 else ""
-        jobs.append(SimJob(j.job_id, j.submit, j.run, estimate, procs, nodes, cpu, mem, queue,
-                           str(j.user)))
-    jobs.sort(key=lambda x: x.submit)
-    if not_run:
-        notes.append(f"{not_run} jobs left out: no run time or no processor count (cancelled before start)")
-    if too_big:
-        notes.append(f"{too_big} jobs left out: more processors than the machine has")
-    if capped:
-        notes.append(f"{capped} jobs asked more memory per node than a node has: they get the whole node's "
-                     "memory (the log shows they ran, so the request overstated the need)")
-    if stand_in:
-        notes.append(f"{stand_in} jobs have no requested time: their real run time stands in as the estimate")
-    return Workload(machine, jobs, notes)
+        job = SimJob(j.job_id, j.submit, run, estimate, procs, nodes, cpu, mem, queue, str(j.user))
+        jobs.append((j.submit, _number(j.job_id), k, job))
+    jobs.sort(key=lambda x: x[:3])
+    return Workload(machine, [x[3] for x in jobs], _notes(n, reading))
 
+
+def _check(reading: Reading) -> None:
+    for name, value, allowed in (("size", reading.size, SIZES),
+                                 ("unknown_runtime", reading.unknown_runtime, UNKNOWN_RUNTIMES),
+                                 ("zero_runtime", reading.zero_runtime, ZERO_RUNTIMES)):
+        if value not in allowed:
+            raise ValueError(f"{name} is one of {', '.join(allowed)}, not {value!r}")
+
+
+def _run_time(j: SwfJob, reading: Reading, n: Counter[str]) -> float | None:
+    """The run time the replay gives the job, or None to leave it out (counted)."""
+    if j.run < 0:
+        n["unknown_run"] += 1
+        return UNKNOWN_RUN_S if reading.unknown_runtime == "ten_seconds" else None
+    if j.run == 0:
+        n["zero_run"] += 1
+        return 0.0 if reading.zero_runtime == "keep" else None
+    return j.run
+
+
+def _size(j: SwfJob, reading: Reading, n: Counter[str]) -> int | None:
+    """Processors: allocated when known (requested with size="requested"), else the other one."""
+    first, second = ((j.alloc_procs, j.req_procs) if reading.size == "allocated"
+                     else (j.req_procs, j.alloc_procs))
+    procs = first if first > 0 else second
+    if procs <= 0:
+        n["no_procs"] += 1
+        return None
+    if j.alloc_procs > 0 and j.req_procs > 0 and j.alloc_procs != j.req_procs:
+        n["alloc_differs"] += 1
+    return procs
+
+
+def _estimate(j: SwfJob, run: float, reading: Reading, n: Counter[str]) -> float:
+    """What the scheduler is told: the request, raised to the run time unless the job is killed
+    there; the run time when the log has no request."""
+    if j.req_time <= 0:
+        n["stand_in"] += 1
+        return max(run, 1.0)
+    if run > j.req_time:
+        n["overran"] += 1
+        if not reading.kill_at_request:
+            return run
+    return j.req_time
+
+
+def _number(job_id: str) -> int:
+    return int(job_id) if job_id.lstrip("-").isdigit() else 0
+
+
+def _notes(n: Counter[str], reading: Reading) -> list[str]:
+    said = {
+        "unknown_run": (f"run time -1 (cancelled while waiting): counted as {UNKNOWN_RUN_S:g} s jobs"
+                        if reading.unknown_runtime == "ten_seconds" else "run time -1: left out"),
+        "zero_run": ("run time 0 s: kept, ending as they start" if reading.zero_runtime == "keep"
+                     else "run time 0 s: left out"),
+        "no_procs": "no processor count: left out",
+        "too_big": "more processors than the machine has: left out",
+        "alloc_differs": (f"allocated and requested processors differ: sized by the {reading.size} count"),
+        "overran": ("ran past their requested time: killed at the request (kill_at_request)"
+                    if reading.kill_at_request else
+                    "ran past their requested time: they run their recorded time, and the scheduler is "
+                    "told the request raised to it"),
+        "stand_in": "no requested time: the scheduler is told the run time",
+        "capped": ("asked more memory per node than a node has: they get the whole node's memory (the "
+                   "log shows they ran, so the request overstated the need)"),
+    }
+    return [f"{n[key]} jobs: {text}" for key, text in said.items() if n[key]]
 
 
 def work_split(jobs: list[SimJob], nodes: int) -> dict[str, int]:

@@ -111,9 +111,30 @@ def test_random_small_traces_replay_over_http(jobs: list[tuple[int, int, int, in
     r = CLIENT.post("/simulate", json=body)
     assert r.status_code == 200, r.text
     out = r.json()
-    fitting = sum(p <= 4 for _, _, p, _ in jobs)
+    fitting = sum(p <= 4 and r > 0 for _, r, p, _ in jobs)  # run time 0 s: left out, as in the logs' reading
     assert out["jobs"] == fitting and out["metrics"]["jobs"] == fitting
-    if fitting < len(jobs):
+    if any(p > 4 and r > 0 for _, r, p, _ in jobs):
         assert any("more processors than the machine" in n for n in out["notes"])
+    if any(r == 0 for _, r, _, _ in jobs):
+        assert any("run time 0 s: left out" in n for n in out["notes"])
     if fitting:
         assert out["metrics"]["wait_mean"] >= 0 and 0 <= out["metrics"]["utilisation"] <= 1
+
+
+def test_the_reading_options_reach_the_replay_over_http() -> None:
+    """reading.kill_at_request ends the overrunning job at its request; the default runs it out."""
+    swf = "; MaxProcs: 1\n1 0 -1 100 1 -1 -1 1 30 -1 1 1 1 -1 0 -1 -1 -1\n"
+    spans = []
+    for reading in ({}, {"kill_at_request": True}):
+        r = CLIENT.post("/simulate", json={"swf": swf, "reading": reading})
+        assert r.status_code == 200, r.text
+        spans.append(r.json()["metrics"]["makespan"])
+        assert any("ran past their requested time" in n for n in r.json()["notes"])
+    assert spans == [100, 30]
+
+
+def test_a_bad_reading_option_is_named() -> None:
+    """An unknown reading value answers 422 naming body.reading.size."""
+    r = CLIENT.post("/simulate", json={"swf": "; MaxProcs: 1\n", "reading": {"size": "alloc"}})
+    assert r.status_code == 422
+    assert ["body", "reading", "size"] in [d["loc"] for d in r.json()["detail"]]

@@ -82,3 +82,22 @@ def test_bad_split_is_named(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "queue=nodes" in r.output
     r = runner.invoke(cli, ["simulate", str(trace), "--queue-nodes", "q1=2,q2=1,q1=3"])
     assert r.exit_code == 2 and "given twice" in r.output
+
+
+def test_the_reading_options_reach_the_replay(tmp_path: Path) -> None:
+    """--kill-at-request ends a job that overran at its request, and the default runs it out."""
+    trace = write(tmp_path, "over.swf", b"; MaxProcs: 1\n1 0 -1 100 1 -1 -1 1 30 -1 1 1 1 -1 0 -1 -1 -1\n")
+    makespans = []
+    for extra in ([], ["--kill-at-request"]):
+        out = tmp_path / "m.json"
+        r = runner.invoke(cli, ["simulate", str(trace), "--json", str(out), *extra])
+        assert r.exit_code == 0, r.output
+        makespans.append(json.loads(out.read_text())["policies"]["easy"]["metrics"]["makespan"])
+    assert makespans == [100, 30]
+
+
+def test_an_unknown_reading_value_is_refused(tmp_path: Path) -> None:
+    """A misspelt --size is an error naming the option, not a silent default."""
+    trace = write(tmp_path, "hand.swf", HAND)
+    r = runner.invoke(cli, ["simulate", str(trace), "--size", "alloc"])
+    assert r.exit_code != 0 and "size is one of allocated, requested" in r.output

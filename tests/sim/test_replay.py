@@ -11,7 +11,7 @@ from app.sched.params import ConservativeParams, EasyParams, FcfsParams
 from app.sim.metrics import run_metrics
 from app.sim.replay import JobRecord, replay
 from app.sim.swf import read_swf
-from app.sim.workload import Machine, default_machine, workload
+from app.sim.workload import Machine, Reading, default_machine, workload
 
 DATA = Path(__file__).parent.parent / "data"
 SDSC = DATA / "SDSC-SP2-1998-4.2-cln.first1500.swf"
@@ -51,10 +51,18 @@ def test_exact_starts_on_a_hand_trace(policy: str) -> None:
     assert all(r.end == r.start + r.job.run for r in result.records)
 
 
-def test_a_job_past_its_estimate_is_killed_there() -> None:
+def test_a_job_past_its_request_runs_its_recorded_time() -> None:
+    """The conventional reading: the job runs its logged 100 s and the scheduler is told 100 s."""
     w = workload(read_swf(swf((0, 100, 1, 30))), Machine(4))
     (rec,) = replay(w, "easy", PARAMS["easy"]).records
-    assert (rec.start, rec.end) == (0, 30)
+    assert (rec.start, rec.end, rec.job.estimate) == (0, 100, 100)
+
+
+def test_kill_at_request_kills_a_job_past_its_request() -> None:
+    """With kill_at_request the scheduler is told the request and the job ends there."""
+    w = workload(read_swf(swf((0, 100, 1, 30))), Machine(4), Reading(kill_at_request=True))
+    (rec,) = replay(w, "easy", PARAMS["easy"]).records
+    assert (rec.start, rec.end, rec.job.estimate) == (0, 30, 30)
 
 
 def check_capacity(records: list[JobRecord], machine: Machine) -> None:

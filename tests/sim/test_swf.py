@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from app.sched.params import FcfsParams
+from app.sim.replay import replay
 from app.sim.swf import SwfError, read_swf
-from app.sim.workload import default_machine, workload
+from app.sim.workload import Machine, Reading, default_machine, workload
 
 DATA = Path(__file__).parent.parent / "data"
 SDSC = DATA / "SDSC-SP2-1998-4.2-cln.first1500.swf"
@@ -37,21 +39,87 @@ def test_header_queues_and_jobs() -> None:
     assert t.jobs[2].procs == 3 and t.jobs[2].alloc_procs == -1
 
 
-def test_workload_leaves_out_unrunnable_jobs_and_says_so() -> None:
+def test_workload_keeps_a_cancelled_job_as_ten_seconds_and_says_so() -> None:
+    """Job 2 (run -1, no allocation, 4 requested) is a 10 s job of 4 processors; job 3 has no request."""
     t = read_swf(TINY)
     w = workload(t, default_machine(t))
     assert w.machine.nodes == 8 and w.machine.cores_per_node == 1
-    assert [j.id for j in w.jobs] == ["1", "3"]
-    assert w.jobs[1].estimate == 30.0  # no requested time: the run time stands in
-    assert any("1 jobs left out" in n for n in w.notes) and any("stands in" in n for n in w.notes)
+    assert [(j.id, j.run, j.procs) for j in w.jobs] == [("1", 10, 2), ("2", 10.0, 4), ("3", 30, 3)]
+    assert w.jobs[2].estimate == 30.0  # no requested time: the run time stands in
+    assert "1 jobs: run time -1 (cancelled while waiting): counted as 10 s jobs" in w.notes
+    assert any(n.startswith("1 jobs: no requested time") for n in w.notes)
     assert w.jobs[0].trace_queue == "batch"
+
+
+# (submit, run, allocated, requested processors, requested time) per job, numbered from 1
+RULES = [(0, 50, 4, 2, 100), (1, 300, 2, 2, 100), (2, -1, -1, 3, 60), (3, 0, 1, 1, 60), (4, 20, -1, -1, 60),
+         (5, 20, -1, 2, -1)]
+
+
+def rules_trace(jobs: list[tuple[int, int, int, int, int]] = RULES) -> bytes:
+    lines = [f"{i} {s} -1 {r} {a} -1 -1 {p} {e} -1 1 1 1 -1 0 -1 -1 -1"
+             for i, (s, r, a, p, e) in enumerate(jobs, start=1)]
+    return ("; MaxProcs: 8\n" + "\n".join(lines) + "\n").encode()
+
+
+READINGS = {
+    # id: (size, run, estimate) of each job kept
+    "conventional": (Reading(), {"1": (4, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60), "6": (2, 20, 20)}),
+    "requested size": (Reading(size="requested"),
+                       {"1": (2, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60), "6": (2, 20, 20)}),
+    "kill at request": (Reading(kill_at_request=True),
+                        {"1": (4, 50, 100), "2": (2, 300, 100), "3": (3, 10, 60), "6": (2, 20, 20)}),
+    "drop unknown run": (Reading(unknown_runtime="drop"),
+                         {"1": (4, 50, 100), "2": (2, 300, 300), "6": (2, 20, 20)}),
+    "keep zero run": (Reading(zero_runtime="keep"), {"1": (4, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60),
+                                                     "4": (1, 0, 60), "6": (2, 20, 20)}),
+}
+
+
+@pytest.mark.parametrize("name", list(READINGS))
+def test_each_reading_rule(name: str) -> None:
+    """Each option changes exactly its rule: size, kill, run -1, run 0; no processors is always left out."""
+    reading, expected = READINGS[name]
+    w = workload(read_swf(rules_trace()), Machine(8), reading)
+    assert {j.id: (j.procs, j.run, j.estimate) for j in w.jobs} == expected
+    assert "1 jobs: no processor count: left out" in w.notes
+
+
+def test_every_adjustment_is_counted_in_the_notes() -> None:
+    """One note per rule that touched a job, with its count."""
+    notes = workload(read_swf(rules_trace()), Machine(8)).notes
+    assert notes == [
+        "1 jobs: run time -1 (cancelled while waiting): counted as 10 s jobs",
+        "1 jobs: run time 0 s: left out",
+        "1 jobs: no processor count: left out",
+        "1 jobs: allocated and requested processors differ: sized by the allocated count",
+        "1 jobs: ran past their requested time: they run their recorded time, and the scheduler is told "
+        "the request raised to it",
+        "1 jobs: no requested time: the scheduler is told the run time",
+    ]
+
+
+def test_submit_ties_are_ordered_by_job_number_not_text() -> None:
+    """Jobs 9999 and 10000 submitted together arrive, and start, 9999 first ("10000" < "9999" as text)."""
+    tail = b" -1 10 1 -1 -1 1 10 -1 1 1 1 -1 0 -1 -1 -1\n"
+    text = b"; MaxProcs: 1\n10000 5" + tail + b"9999 5" + tail + b"8 1" + tail
+    w = workload(read_swf(text), Machine(1))
+    assert [j.id for j in w.jobs] == ["8", "9999", "10000"]
+    starts = {r.job.id: r.start for r in replay(w, "fcfs", FcfsParams(time_grain_s=1)).records}
+    assert starts == {"8": 1, "9999": 11, "10000": 21}
+
+
+def test_an_unknown_reading_option_is_refused() -> None:
+    """A misspelt option is an error naming it, not a silent default."""
+    with pytest.raises(ValueError, match="size is one of allocated, requested"):
+        workload(read_swf(TINY), Machine(8), Reading(size="alloc"))
 
 
 def test_cores_per_node_packs_processors_into_nodes() -> None:
     t = read_swf(TINY)
     w = workload(t, default_machine(t, cores_per_node=2))
     assert w.machine.nodes == 4
-    assert [(j.nodes, j.cpu) for j in w.jobs] == [(1, 2), (2, 2)]
+    assert [(j.nodes, j.cpu) for j in w.jobs] == [(1, 2), (2, 2), (2, 2)]
 
 
 def test_gzip_is_read_like_plain(tmp_path: Path) -> None:
@@ -84,7 +152,7 @@ def test_memory_requests_become_per_node_mib_and_oversized_ones_are_noted() -> N
                  b"2 0 -1 10 1 -1 -1 1 20 100000 1 1 1 -1 0 -1 -1 -1\n")
     w = workload(t, default_machine(t, cores_per_node=2, mem_mib_per_node=1024))
     assert [(j.nodes, j.cpu, j.mem_mib) for j in w.jobs] == [(1, 2, 1024), (1, 1, 98)]
-    assert any("1 jobs asked more memory" in n for n in w.notes)
+    assert any(n.startswith("1 jobs: asked more memory") for n in w.notes)
 
 
 @pytest.mark.parametrize("bad", [b"inf", b"nan", b"1e300"])

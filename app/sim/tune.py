@@ -1,0 +1,240 @@
+"""Tune a policy on a site's own trace: search settings on the first part, report on the rest.
+
+A *setting* is a policy block as `POST /schedule` takes it (`{"name": ..., "params": {...}}`) plus
+whether the scheduler is told predicted run times. The search replays every setting of the space on
+the *train* part (the first jobs of the trace) and chooses by the administrator's objective, from
+the train results alone; only then are the chosen setting and the two baselines (EASY, FirstFit)
+replayed on the *held-out* part. Nothing of the held-out part reaches `choose`, so altering it cannot
+change the choice (tested).
+
+Objectives: `bsld` (mean bounded slowdown, the default), `wait` (mean wait), `mix:bsld=0.7,wait=0.3`
+(a weighted sum of the measures, each divided by EASY's on the train part so units do not weigh),
+`maxwait-cap:SECONDS` (the lowest mean bsld among the settings whose longest wait stays under the
+cap; the shortest longest wait when none does).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from app.sim.metrics import BSLD_BOUND_S, run_metrics
+from app.sim.replay import ReplayResult, replay
+from app.sim.workload import Workload
+
+# The default space: orders, bounded reservation depths (an unlimited depth, or `conservative`, can
+# take minutes per decision on long queues: no sweep waits for that), backfill orders, predictions
+# and two time grains, all on `priority`, whose plain orders reserve the first `reservation_depth`
+# blocked jobs (order=fcfs, depth 1 is EASY).
+DEFAULT_SPACE: dict[str, list[Any]] = {
+    "order": ["fcfs", "sjf", "f1"],
+    "reservation_depth": [1, 2, 4],
+    "backfill_order": ["priority", "sjf"],
+    "selector": ["first_fit"],
+    "time_grain_s": [1, 60],
+    "predicted": [False, True],
+}
+MAX_RESERVATION_DEPTH = 16  # the largest depth a space may ask for: see DEFAULT_SPACE
+EASY = {"name": "easy", "params": {"time_grain_s": 1}}
+FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
+SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain"}
+MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_max")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    policy: Mapping[str, Any]  # the policy block of POST /schedule
+    predicted: bool = False
+
+    @property
+    def key(self) -> str:
+        """A stable name: the same setting has the same key in every run (the resume file uses it)."""
+        return json.dumps({"policy": self.policy, "predicted": self.predicted}, sort_keys=True)
+
+    def label(self) -> str:
+        """A short name for tables: `priority order=f1 depth=2 bf=sjf grain=60 predicted`."""
+        params = " ".join(f"{SHORT.get(k, k)}={v}" for k, v in sorted(self.policy.get("params", {}).items())
+                          if k != "selector" or v != "first_fit")
+        return " ".join(x for x in (str(self.policy["name"]), params, "predicted" * self.predicted) if x)
+
+
+def parse_space(text: str) -> dict[str, list[Any]]:
+    """"order=fcfs,f1;reservation_depth=1,2" -> the default space with those dimensions replaced.
+    Values are read as JSON where they parse (numbers, true/false), else as text."""
+    space = dict(DEFAULT_SPACE)
+    for part in (p.strip() for p in text.split(";") if p.strip()):
+        key, sep, values = part.partition("=")
+        if not sep or not key.strip() or not values.strip():
+            raise ValueError(f"{part!r}: expected key=v1,v2")
+        space[key.strip()] = [_value(v.strip()) for v in values.split(",")]
+    return space
+
+
+def _value(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
+    """Every combination of the space, as `priority` settings (deduplicated, in a stable order)."""
+    depth = max((d for d in space.get("reservation_depth", [1]) if isinstance(d, int)), default=1)
+    if depth > MAX_RESERVATION_DEPTH:
+        raise ValueError(f"reservation_depth {depth} is over {MAX_RESERVATION_DEPTH}: an unbounded depth "
+                         "can take minutes per decision on a long queue")
+    keys = sorted(space)
+    out: dict[str, Setting] = {}
+    for values in itertools.product(*(space[k] for k in keys)):
+        params = dict(zip(keys, values, strict=True))
+        predicted = bool(params.pop("predicted", False))
+        s = Setting({"name": "priority", "params": params}, predicted)
+        out.setdefault(s.key, s)
+    return list(out.values())
+
+
+def split(w: Workload, train_fraction: float) -> tuple[Workload, Workload]:
+    """The first jobs (train) and the rest (held out), each replayed from an empty machine."""
+    if not 0 < train_fraction < 1:
+        raise ValueError("the train fraction is between 0 and 1")
+    cut = int(len(w.jobs) * train_fraction)
+    if cut == 0 or cut == len(w.jobs):
+        raise ValueError(f"{len(w.jobs)} jobs cannot be split {train_fraction:g} / {1 - train_fraction:g}")
+    return Workload(w.machine, w.jobs[:cut], w.notes), Workload(w.machine, w.jobs[cut:], w.notes)
+
+
+def fingerprint(w: Workload, extra: Mapping[str, Any]) -> str:
+    """What a result depends on besides its setting: the jobs, the machine and `extra`."""
+    h = hashlib.sha256(repr((w.machine, sorted(extra.items()))).encode())
+    for j in w.jobs:
+        h.update(repr((j.id, j.submit, j.run, j.estimate, j.nodes, j.cpu, j.mem_mib, j.user)).encode())
+    return h.hexdigest()[:16]
+
+
+def measures(result: ReplayResult, w: Workload) -> dict[str, float]:
+    """The measures an objective reads, and the report's: means, utilisation, the worst-off 1 %."""
+    m = run_metrics(result, w.machine)
+    waits = np.array([r.start - r.job.submit for r in result.records])
+    runs = np.array([r.end - r.start for r in result.records])
+    bslds = np.maximum(1.0, (waits + runs) / np.maximum(runs, BSLD_BOUND_S))
+    return {"bsld": m.get("bsld_mean", math.inf), "wait": m.get("wait_mean", math.inf),
+            "utilisation": m.get("utilisation", 0.0), "bsld_worst1": _worst(bslds),
+            "wait_worst1": _worst(waits), "wait_max": float(waits.max()) if waits.size else math.inf,
+            "unstarted": float(len(result.unstarted)), "jobs": float(len(result.records))}
+
+
+def _worst(values: np.ndarray) -> float:
+    """The mean of the worst 1 % of the values (at least one)."""
+    if values.size == 0:
+        return math.inf
+    k = max(1, math.ceil(values.size / 100))
+    return float(np.sort(values)[-k:].mean())
+
+
+def evaluate(w: Workload, setting: Setting, detail: bool = False) -> dict[str, Any]:
+    """Replay `w` under `setting` (on whatever process runs it: a Dask worker, or this one)."""
+    import time
+
+    name, params = params_of(setting.policy)
+    t0 = time.perf_counter()
+    result = replay(w, name, params, predict=setting.predicted)
+    seconds = time.perf_counter() - t0
+    out: dict[str, Any] = {"measures": measures(result, w), "seconds": seconds}
+    if detail:
+        out["waits"] = [r.start - r.job.submit for r in result.records]
+    return out
+
+
+def params_of(policy: Mapping[str, Any]) -> tuple[str, Any]:
+    """A policy block validated by the wire model of POST /schedule, as the core's parameters.
+    Raises pydantic's ValidationError naming the bad field."""
+    from pydantic import TypeAdapter  # the wire models only where a setting is checked or replayed
+
+    from app.convert import params_from_wire
+    from schemas.policies import PolicySpec
+
+    return params_from_wire(TypeAdapter(PolicySpec).validate_python(policy))
+
+
+@dataclass(frozen=True, slots=True)
+class Objective:
+    kind: str  # bsld | wait | mix | maxwait-cap
+    weights: tuple[tuple[str, float], ...] = ()
+    cap_s: float = math.inf
+
+    def describe(self) -> str:
+        if self.kind == "mix":
+            return "mix: " + " + ".join(f"{w:g}·{m}/EASY" for m, w in self.weights)
+        if self.kind == "maxwait-cap":
+            return f"lowest mean bsld with every wait under {self.cap_s:,.0f} s"
+        return f"lowest mean {self.kind}"
+
+
+def parse_objective(text: str) -> Objective:
+    kind, _, rest = text.partition(":")
+    if kind in ("bsld", "wait") and not rest:
+        return Objective(kind)
+    if kind == "mix":
+        weights = []
+        for part in rest.split(","):
+            m, sep, w = part.partition("=")
+            if not sep or m.strip() not in MEASURES:
+                raise ValueError(f"mix: {part!r} is not measure=weight, a measure among "
+                                 f"{', '.join(MEASURES)}")
+            weights.append((m.strip(), float(w)))
+        return Objective("mix", tuple(weights))
+    if kind == "maxwait-cap":
+        try:
+            return Objective(kind, cap_s=float(rest))
+        except ValueError:
+            raise ValueError("maxwait-cap:SECONDS, e.g. maxwait-cap:86400") from None
+    raise ValueError(f"{text!r}: the objective is bsld, wait, mix:bsld=0.7,wait=0.3 or maxwait-cap:SECONDS")
+
+
+def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, float]) -> float:
+    """Lower is better. A replay that left jobs unstarted scores infinity."""
+    if m.get("unstarted", 0.0) > 0:
+        return math.inf
+    if objective.kind == "mix":
+        return sum(w * m[k] / max(baseline[k], 1e-9) for k, w in objective.weights)
+    if objective.kind == "maxwait-cap":
+        over = m["wait_max"] > objective.cap_s
+        return 1e12 + m["wait_max"] if over else m["bsld"]
+    return m[objective.kind]
+
+
+def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str) -> str:
+    """The key of the best setting on the train results (ties: the smaller key). Reads nothing else."""
+    base = train[baseline_key]
+    return min(train, key=lambda k: (score(objective, train[k], base), k))
+
+
+def main_measure(objective: Objective) -> str:
+    """The measure a gain is told in: the objective's own, mean bsld for a mix or a cap."""
+    return "bsld" if objective.kind in ("mix", "maxwait-cap") else objective.kind
+
+
+def gain(objective: Objective, chosen: Mapping[str, float], easy: Mapping[str, float]) -> float:
+    """How much lower the objective's main measure is than EASY's, as a share (0.25 = 25 % lower)."""
+    measure = main_measure(objective)
+    return 1 - chosen[measure] / easy[measure] if easy[measure] else 0.0
+
+
+def read_done(lines: Iterable[str], stamp: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The results of an earlier run (JSONL) made on the same workload (`stamp`), by (part, key)."""
+    done = {}
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:  # a line cut short when the run was stopped
+            continue
+        if isinstance(rec, dict) and rec.get("stamp") == stamp:
+            done[(rec["part"], rec["key"])] = rec
+    return done
