@@ -2,9 +2,9 @@
 random perturbations of the upward rank, until a time budget or a number of plans is spent.
 
 Named priorities: the upward rank with the mean transfer over every pair of groups, each group with
-itself included (`heft-every-pair`, saga's reading of HEFT), with each task's fastest (`heft-min`), slowest (`heft-max`) or
-median cost (`heft-median`) in place of the mean, and CPOP's upward + downward rank (`heft-cpop`).
-Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task (σ growing from 0.05
+itself included (`heft-every-pair`, saga's reading of HEFT); with each task's fastest (`heft-min`),
+slowest (`heft-max`) or median cost (`heft-median`) in place of the mean; CPOP's upward + downward
+rank (`heft-cpop`). Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task (σ growing from 0.05
 to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
 """
 

@@ -23,6 +23,7 @@ from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Placement, Plan, TaskStatus
 from app.sched.dag.state import PlanState
 
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     plan: Plan
@@ -31,6 +32,7 @@ class SearchResult:
     moves: int  # moves kept
     evaluations: int  # re-timings done
     seconds: float
+    budget_s: float = 0.0
 
     @property
     def gain(self) -> float:
@@ -134,8 +136,8 @@ def improve(c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | Non
             time.perf_counter() - t0 >= budget_s)
 
     able = [[i for i, g in enumerate(r.lane_group) if np.isfinite(c.cost[v, g])] for v in range(c.n_tasks)]
-    if all(len(able[v]) < 2 for v in r.pending):
-        return SearchResult(plan, before, before, 0, evals, time.perf_counter() - t0)  # nothing can move
+    if all(len(able[v]) < 2 for v in r.pending):  # no task has anywhere else to go
+        return SearchResult(plan, before, before, 0, evals, time.perf_counter() - t0, budget_s)
     while not out_of_budget():
         improved = False
         for v in _critical(r, finish, bind):
@@ -177,7 +179,7 @@ def improve(c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | Non
     if best[0] >= before:
         placements = list(plan.placements)
     return SearchResult(Plan(plan.algorithm, placements, plan.steps), before, after, moves, evals,
-                        time.perf_counter() - t0)
+                        time.perf_counter() - t0, budget_s)
 
 
 def _perturb(r: Retimer, lay: Layout, able: list[list[int]], rng: random.Random) -> Layout:
