@@ -4,8 +4,8 @@ random perturbations of the upward rank, until a time budget or a number of plan
 Named priorities: the upward rank with the mean transfer over every pair of groups, each group with
 itself included (`heft-every-pair`, saga's reading of HEFT); with each task's fastest (`heft-min`),
 slowest (`heft-max`) or median cost (`heft-median`) in place of the mean; CPOP's upward + downward
-rank (`heft-cpop`). Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task (σ growing from 0.05
-to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
+rank (`heft-cpop`). Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task
+(σ growing from 0.05 to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
 """
 
 from __future__ import annotations
