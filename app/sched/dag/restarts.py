@@ -28,12 +28,18 @@ def _finite(c: Compiled, stat: Callable[[np.ndarray], float]) -> np.ndarray:
 def rank_with(c: Compiled, work: np.ndarray, every_pair: bool = False) -> np.ndarray:
     """Upward rank with `work` as each task's cost; `every_pair`: the mean transfer over every pair
     of groups, a group with itself included (as saga's HEFT ranks), not only distinct ones."""
-    lat, per_byte = (float(c.lat.mean()), float(c.inv_bw.mean())) if every_pair else mean_transfer(c)
+    lat, per_byte = _every_pair(c) if every_pair else mean_transfer(c)
     rank = work.astype(float)
     for u in reversed(c.topo):
         if c.succs[u]:
             rank[u] = work[u] + max(lat + data * per_byte + rank[v] for v, data in c.succs[u])
     return rank
+
+
+def _every_pair(c: Compiled) -> tuple[float, float]:
+    """Mean latency and seconds per byte over the unordered pairs of groups, each group with itself too."""
+    upper = np.triu_indices(c.n_groups)
+    return float(c.lat[upper].mean()), float(c.inv_bw[upper].mean())
 
 
 def downward_rank(c: Compiled) -> np.ndarray:
