@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.sched.model import (
     Decision,
@@ -18,8 +21,11 @@ from app.sched.model import (
     StartKind,
     Summary,
 )
+from app.sched.registry import decide
 from tests.builders import NOW, job, node, running, snapshot
-from tests.invariants import check_decision
+from tests.invariants import _capacity, _usage, check_decision
+from tests.sched.test_contract import params_for
+from tests.strategies import snapshots_and_jobs
 
 SNAP = snapshot([node("n1"), node("n2", state=NodeState.DOWN), node("n3", queue="other")],
                 [running("r1", {"n1": (2, 0, 0)}, 9000)])
@@ -88,3 +94,40 @@ def test_checker_catches(change: dict, expected: str) -> None:  # type: ignore[t
     """Each broken decision yields a violation that names the problem."""
     problems = check_decision(SNAP, JOBS, decision(**change))
     assert any(expected in p for p in problems), problems
+
+
+def _plain_capacity(snap, jobs, d, grain):  # noqa: ANN001, ANN202
+    """The checker's capacity rule as a plain scan (its first form): the reference for the numpy one."""
+    out = set()
+    use = _usage(snap, jobs, d, grain)
+    for n in snap.nodes:
+        running_sum = [0, 0, 0]
+        for rj in snap.running:
+            for nid, amount in rj.alloc:
+                if nid == n.id:
+                    running_sum = [a + b for a, b in zip(running_sum, amount, strict=True)]
+        offer = [c - (a - s) for c, a, s in zip(n.cap, n.alloc, running_sum, strict=True)]
+        held = use.get(n.id, [])
+        for t in sorted({h[0] for h in held}):
+            active = [h for h in held if h[0] <= t < h[1]]
+            if any(sum(h[2][r] for h in active) > offer[r] for r in range(3)):
+                out.add((n.id, float(t), tuple(sorted(h[3] for h in active))))
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=snapshots_and_jobs(), extra=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)),
+                                                 max_size=6))
+def test_numpy_capacity_check_equals_the_plain_scan(case, extra) -> None:  # noqa: ANN001
+    """On decisions made sound by `easy` and then broken by extra starts (over-commits), the numpy
+    capacity check reports exactly the nodes, instants and holders the plain scan finds."""
+    snap, jobs = case
+    d = decide(snap, jobs, "easy", params_for("easy", {}, None))
+    if snap.nodes and jobs:
+        more = tuple(Start(jobs[j % len(jobs)].id, (snap.nodes[n % len(snap.nodes)].id,), StartKind.START,
+                           "q", snap.now + 60) for j, n in extra)
+        d = dataclasses.replace(d, starts=d.starts + more)
+    found = {(m["node"], float(m["t"]), tuple(re.findall(r"'([^']*)'", m["who"])))
+             for m in (re.match(r"node (?P<node>\S+) over-committed at (?P<t>\S+): .* by (?P<who>\[.*\])$", p)
+                       for p in _capacity(snap, jobs, d, 60))}
+    assert found == _plain_capacity(snap, jobs, d, 60)
