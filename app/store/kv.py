@@ -4,8 +4,9 @@ on Redis or in process. The index is written once against `Tx`; both backends ru
 A transaction reads immediately and buffers its writes; at the end the writes land all at once, and
 only if no other writer touched the cluster's `guard` key since the transaction began:
 - Redis: WATCH guard, read, then MULTI/EXEC; a concurrent writer makes EXEC fail (`Conflict`), a
-  crash before EXEC leaves nothing. A read-only transaction ends with an EXEC too, so what it read
-  is one version's state.
+  crash before EXEC leaves nothing. An error raised on what was read becomes a `Conflict` too when
+  a writer moved the state meanwhile (the reads may have been a mix). Readers that must never be
+  refused use `app.store.reads` instead.
 - memory: one lock held for the whole transaction; writes applied at the end.
 
 `bulk` applies buffered writes outside any transaction, in pieces of at most `PIECE` fields, so a
@@ -209,7 +210,11 @@ class RedisKv:
             with self.r.pipeline() as pipe:
                 pipe.watch(guard)
                 t = _RedisTx(self.r, pipe)
-                yield t
+                try:
+                    yield t
+                except Exception:
+                    _raise_if_moved(pipe, guard)  # what was read may be a mix: a conflict, not an error
+                    raise
                 pipe.multi()
                 pipe.exists(guard)  # an EXEC even with no writes, so a read-only tx is checked too
                 for op in t.ops:
@@ -273,6 +278,16 @@ class _RedisTx(Writes):
 
     def exists(self, keys: list[str]) -> int:
         return int(self.pipe.exists(*keys)) if keys else 0  # type: ignore[arg-type]
+
+
+def _raise_if_moved(pipe: redis.client.Pipeline, guard: str) -> None:
+    """Conflict when another writer touched `guard` since the WATCH (an empty EXEC tells)."""
+    try:
+        pipe.multi()
+        pipe.exists(guard)
+        pipe.execute()
+    except redis.WatchError as exc:
+        raise Conflict(guard) from exc
 
 
 def _queue(pipe: redis.client.Pipeline, name: str, key: object, arg: object = None,

@@ -4,13 +4,15 @@ and a PUT that fails leaves nothing behind for good."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 import redis
 
-from app.errors import StoreUnavailableError
+from app.errors import InputError, StoreUnavailableError, VersionConflictError
 from app.sched.narrow import narrow
 from app.store import index
-from app.store.index import ClusterCache, IndexSource, Keys
+from app.store.index import ClusterCache, Edit, IndexSource, Keys
 from app.store.kv import RedisKv
 from app.store.reads import Moved, RedisReadTx
 from tests.store.test_index import nodes, patch, started
@@ -93,3 +95,23 @@ def test_a_put_leaves_no_expiry_and_a_failed_one_leaves_nothing_for_good(
     left = {k: ttl for k, ttl in staged_keys(client).items() if k not in kept}
     assert left and all(0 < ttl <= index.STAGING_TTL_S for ttl in left.values())
     assert sorted(n.id for n in cache.whole("t:p")[1]) == [n.id for n in nodes(5)]  # the last PUT
+
+
+def test_a_writer_whose_reads_were_mixed_gets_a_conflict_not_its_error(redis_url: str) -> None:
+    """An error raised on what a PATCH read while another writer landed is a 409 (read again),
+    not the 422 or 500 the mix made it look like; with nobody in between the error stands."""
+    cache, other = redis_cache(redis_url), redis_cache(redis_url)
+    version = cache.put("t:w", nodes(3), [])
+
+    def apply(interleave: bool) -> Callable[[Edit], None]:
+        def edit(e: Edit) -> None:
+            e.node("n000")
+            if interleave:
+                patch(other, "t:w", version, started("x", {"n001": (8, 0, 0)}))
+            raise InputError.single(("body", "changes", 0, "job_id"), "no such job")
+        return edit
+
+    with pytest.raises(InputError):
+        cache.patch("t:w", version, apply(False))
+    with pytest.raises(VersionConflictError):
+        cache.patch("t:w", version, apply(True))
