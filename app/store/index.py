@@ -40,12 +40,12 @@ from app.sched.narrow import Bucket, Narrowed
 from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
 from app.sched.selectors.fragment import fragment_scores
 from app.store.kv import Conflict, MemoryKv, RedisKv, Tx, Writes
-from app.store.reads import Moved, RedisReadTx, copy_generation
+from app.store.reads import Lease, Moved, RedisReadTx, copy_generation, summary_at_once, writers_wait
 
 PREFIX = "hpcsched:cl:"
 T = TypeVar("T")
 RETRIES = 5
-OPTIMISTIC_READS = 3  # reads interleaved by writers this often fall back to an atomic copy
+LEASED_READS = 3  # reads moved by writers even under a lease this often fall back to an atomic copy
 STAGING_TTL_S = 3600  # a PUT's staged generation expires unless switched to within this
 
 
@@ -54,7 +54,7 @@ class Keys:
 
     def __init__(self, key: str, gen: str = "") -> None:
         self.root = f"{PREFIX}{key}:"
-        self.meta = self.root + "meta"
+        self.meta, self.readers = self.root + "meta", self.root + "readers"
         self.at(gen)
 
     def at(self, gen: str) -> Keys:
@@ -131,6 +131,7 @@ class ClusterCache:
         self.kv = kv
         self.rules = rules or PartitionRules()
         self.backend = kv.backend
+        self.copied_reads = 0  # reads that fell back to an atomic copy (writers kept interleaving)
 
     # --- writes ----------------------------------------------------------------------------------
     def put(self, key: str, nodes: Sequence[Node], running: Sequence[RunningJob]) -> int:
@@ -214,12 +215,14 @@ class ClusterCache:
     # --- reads ------------------------------------------------------------------------------------
     def summary(self, key: str) -> tuple[int, int, int, list[tuple[str, int, float, float]]]:
         """(version, nodes, running jobs, per label: (label, nodes, lowest score, highest score))."""
-        def read(tx: Tx, k: Keys) -> tuple[int, int, int, list[tuple[str, int, float, float]]]:
-            zkeys = sorted(z for z in tx.smembers(k.keys) if z.startswith(k.ns + "p:"))
-            ends = tx.zrange_many([(z, 0, 0) for z in zkeys] + [(z, -1, -1) for z in zkeys])
-            parts = _partitions(k, zkeys, tx.zcard_many(zkeys), ends)
-            return _version(tx, k), tx.hlen(k.node), tx.hlen(k.job), parts
-        return self.read(key, read)
+        if isinstance(self.kv, RedisKv):  # one small script: one version, never a copy
+            k = Keys(key)
+            meta, nodes, jobs, zkeys, sizes, ends = summary_at_once(self.kv.r, k.meta, k.root)
+            if meta.get("live") != "1":
+                raise ClusterUnknownError(_name(k))
+            k.at(meta["gen"])
+            return int(meta.get("version", 0)), nodes, jobs, _partitions(k, zkeys, sizes, ends)
+        return self.read(key, summary_read)
 
     def whole(self, key: str) -> tuple[int, list[Node], list[RunningJob]]:
         """(version, every node, every running job): for a pass that examines the whole cluster."""
@@ -230,25 +233,37 @@ class ClusterCache:
         return self.read(key, read)
 
     def read(self, key: str, fn: Callable[[Tx, Keys], T]) -> T:
-        """fn's answer over one whole version of the cluster. Never refused because a writer moved
-        the state: on Redis, after a few tries interleaved by writers, fn runs on an atomic copy."""
+        """fn's answer over one whole version of the cluster, never refused because a writer moved
+        the state: on Redis, a read moved once reads again under a lease (`app.store.reads`)."""
         k = Keys(key)
         if isinstance(self.kv, MemoryKv):  # one lock for the whole read: nothing interleaves
             with self.kv.tx(k.meta) as tx:
                 return fn(self._checked(tx, k), k)
-        for _ in range(OPTIMISTIC_READS):
-            try:
-                reads = cast(Tx, RedisReadTx(self.kv.r, k.meta))  # fn only reads
-                return fn(self._checked(reads, k), k)
-            except Moved:
-                k = Keys(key)
+        try:
+            return self._read_once(key, fn)
+        except Moved:
+            pass
+        with Lease(self.kv.r, k.readers):
+            for _ in range(LEASED_READS):
+                try:
+                    return self._read_once(key, fn)
+                except Moved:
+                    continue
+        self.copied_reads += 1
         return ClusterCache(copy_generation(self.kv.r, k.meta, k.root), self.rules).read(key, fn)
+
+    def _read_once(self, key: str, fn: Callable[[Tx, Keys], T]) -> T:
+        k = Keys(key)
+        reads = cast(Tx, RedisReadTx(self.kv.r, k.meta))  # type: ignore[union-attr]  # fn only reads
+        return fn(self._checked(reads, k), k)
 
     # --- helpers ----------------------------------------------------------------------------------
     @contextmanager
     def _tx(self, k: Keys, if_match: int | None = None, must_exist: bool = True) -> Iterator[Tx]:
         """A write transaction on the version `k` names (409 when If-Match is stale or a writer
         commits first)."""
+        if isinstance(self.kv, RedisKv):
+            writers_wait(self.kv.r, k.readers)
         try:
             with self.kv.tx(k.meta) as tx:
                 yield self._checked(tx, k, if_match, must_exist)
@@ -277,6 +292,14 @@ class ClusterCache:
         tx.hset(k.meta, {"live": 1})
         tx.hincrby(k.meta, "version", 1)
         return version
+
+
+def summary_read(tx: Tx, k: Keys) -> tuple[int, int, int, list[tuple[str, int, float, float]]]:
+    """`ClusterCache.summary` read by round trips (in process; on Redis, `summary_at_once`)."""
+    zkeys = sorted(z for z in tx.smembers(k.keys) if z.startswith(k.ns + "p:"))
+    ends = tx.zrange_many([(z, 0, 0) for z in zkeys] + [(z, -1, -1) for z in zkeys])
+    parts = _partitions(k, zkeys, tx.zcard_many(zkeys), ends)
+    return _version(tx, k), tx.hlen(k.node), tx.hlen(k.job), parts
 
 
 def _generation_keys(tx: Tx, k: Keys) -> list[str]:

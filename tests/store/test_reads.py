@@ -4,6 +4,7 @@ and a PUT that fails leaves nothing behind for good."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import pytest
@@ -11,10 +12,10 @@ import redis
 
 from app.errors import InputError, StoreUnavailableError, VersionConflictError
 from app.sched.narrow import narrow
-from app.store import index
+from app.store import index, reads
 from app.store.index import ClusterCache, Edit, IndexSource, Keys
 from app.store.kv import RedisKv
-from app.store.reads import Moved, RedisReadTx
+from app.store.reads import Lease, Moved, RedisReadTx
 from tests.store.test_index import nodes, patch, started
 
 
@@ -47,26 +48,30 @@ def answers(cache: ClusterCache, key: str) -> tuple[object, ...]:
 
     version, whole, running = cache.whole(key)
     by_id = lambda x: x.id  # noqa: E731
-    return (cache.summary(key), (version, sorted(whole, key=by_id), sorted(running, key=by_id)),
-            cache.read(key, passed))
+    return (cache.summary(key), cache.read(key, index.summary_read),
+            (version, sorted(whole, key=by_id), sorted(running, key=by_id)), cache.read(key, passed))
 
 
 def test_the_atomic_copy_answers_what_the_round_trips_answer(redis_url: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """GET's summary, a whole read and an index pass, read by round trips and from the copy a
-    reader falls back to under heavy writes: equal (and the copy path really runs)."""
+    """GET's summary (one script) equals the summary read by round trips; that, a whole read and an
+    index pass, read by round trips and from the copy a reader falls back to under heavy writes, are
+    equal (and the copy path really runs)."""
     from bench.workload import cluster
 
     cache = redis_cache(redis_url)
     snap = cluster(600)
     cache.put("t:copy", snap.nodes, snap.running)
     direct = answers(cache, "t:copy")
+    assert direct[0] == direct[1] and direct[0][0] == 1 and len(direct[0][3]) >= 3
     copies = []
     real_copy = index.copy_generation
-    monkeypatch.setattr(index, "OPTIMISTIC_READS", 0)
+    def moved(*_: object) -> None:  # as if writers kept landing, even under the lease
+        raise Moved("t:copy")
+    monkeypatch.setattr(ClusterCache, "_read_once", moved)
     monkeypatch.setattr(index, "copy_generation", lambda *a: copies.append(a) or real_copy(*a))
     assert answers(cache, "t:copy") == direct
-    assert len(copies) == 3
+    assert len(copies) == 3  # the round-trip summary, the whole read, the pass
 
 
 def staged_keys(client: redis.Redis) -> dict[str, int]:
@@ -115,3 +120,25 @@ def test_a_writer_whose_reads_were_mixed_gets_a_conflict_not_its_error(redis_url
         cache.patch("t:w", version, apply(False))
     with pytest.raises(VersionConflictError):
         cache.patch("t:w", version, apply(True))
+
+
+def test_a_leased_reader_holds_writers_back_until_it_is_done(redis_url: str,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a reader holds its lease a PATCH waits (nothing lands under the reader); given back,
+    the PATCH lands. A lease left by a reader that died lapses by itself."""
+    monkeypatch.setattr(reads, "WRITER_WAIT_S", 60.0)  # the writer waits for the lease, not a clock
+    cache = redis_cache(redis_url)
+    version = cache.put("t:l", nodes(3), [])
+    k = Keys("t:l")
+    landed: list[int] = []
+    writer = threading.Thread(target=lambda: landed.append(
+        patch(redis_cache(redis_url), "t:l", version, started("x", {"n000": (8, 0, 0)}))))
+    with Lease(cache.kv.r, k.readers):  # type: ignore[union-attr]
+        writer.start()
+        writer.join(timeout=0.5)
+        assert writer.is_alive() and cache.summary("t:l")[0] == version
+    writer.join(timeout=30)
+    assert landed == [version + 1] and cache.summary("t:l")[0] == version + 1
+    client = cache.kv.r  # type: ignore[union-attr]
+    client.zadd(k.readers, {"died": 1})  # a lease that lapsed long ago
+    assert patch(cache, "t:l", version + 1, started("y", {"n001": (8, 0, 0)})) == version + 2
