@@ -212,6 +212,8 @@ class RedisKv:
                 t = _RedisTx(self.r, pipe)
                 try:
                     yield t
+                except redis.RedisError:
+                    raise  # the store failed: 503, whatever else happened
                 except Exception:
                     _raise_if_moved(pipe, guard)  # what was read may be a mix: a conflict, not an error
                     raise
