@@ -135,8 +135,8 @@ def main(nodes: int = 2000, jobs: int = 200, seconds: float = 20.0, workers: int
             proc.terminate()
             proc.wait(timeout=30)
             redis_server.stop()
-    table = Table(title=f"{int(write)} writer, 2 readers (GET + schedule {jobs} jobs, easy), {seconds:.0f} s, "
-                        f"Redis, uvicorn --workers {workers}")
+    title = f"{int(write)} writer, 2 readers (GET + schedule {jobs} jobs, easy), {seconds:.0f} s"
+    table = Table(title=f"{title}, Redis, uvicorn --workers {workers}")
     for key in result:
         if key != "answers":
             table.add_column(key, justify="right")
