@@ -36,6 +36,8 @@ def _count(metrics: Metrics, resp: dict[str, Any]) -> None:
                     ("migration", s["migrated"]), ("pending", s["pending"])):
         metrics.decisions.labels(kind).inc(n)
     metrics.nodes_examined.observe(s["nodes_examined"])
+    if s["budget"] and s["budget"]["hit"]:
+        metrics.budget_hits.labels(s["budget"]["hit"]).inc()
 
 
 @router.post(
