@@ -91,7 +91,8 @@ def start_service(workers: int, redis_url: str | None, log: Path) -> tuple[subpr
     if redis_url:
         env["HPCSCHED_REDIS_URL"] = redis_url
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
-                             "--port", str(port), "--workers", str(workers), "--no-access-log"],
+                             "--port", str(port), "--workers", str(workers),
+                             "--timeout-worker-healthcheck", "60", "--no-access-log"],
                             cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     if not _wait_until(lambda: httpx.get(f"{base}/healthz").status_code == 200, 60):
