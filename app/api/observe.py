@@ -1,7 +1,8 @@
 """Request ids, one JSON log line per request, and the Prometheus metrics of the service.
 
 `RequestLog` is pure ASGI middleware: it takes the caller's `X-Request-ID` (or makes one), returns it
-in the response header, times the request, logs it, and feeds the latency histogram, labelled by the
+in the response header with the pid of the worker process that answered (`X-Worker-Pid`: several
+uvicorn workers share the port), times the request, logs it, and feeds the latency histogram, labelled by the
 route template (never the raw path, so ids in paths do not explode the label set).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 import uuid
 from typing import Any
@@ -33,6 +35,9 @@ class Metrics:
                                  ["kind"], registry=self.registry)
         self.nodes_examined = Histogram("hpcsched_nodes_examined", "Nodes examined per scheduling pass",
                                         buckets=NODE_BUCKETS, registry=self.registry)
+        self.budget_hits = Counter(
+            "hpcsched_decision_budget_hits_total", "POST /schedule decisions ended early, by the limit hit "
+            "(time, jobs; stopped: shutting down or the client left)", ["limit"], registry=self.registry)
         self.cache = Counter("hpcsched_cache_requests_total", "Cache lookups by cache and result",
                              ["cache", "result"], registry=self.registry)
 
@@ -78,7 +83,8 @@ class RequestLog:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message["headers"] = [*message.get("headers", []),
-                                      (b"x-request-id", request_id.encode("latin-1"))]
+                                      (b"x-request-id", request_id.encode("latin-1")),
+                                      (b"x-worker-pid", str(os.getpid()).encode())]  # which worker answered
             await send(message)
 
         try:

@@ -26,6 +26,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+NOT_FOUND_CLUSTER: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "No such cluster (for this API key): PUT it again"},
+}
+UNAVAILABLE: dict[int | str, dict[str, Any]] = {
+    503: {"model": ErrorBody, "description": "The cluster cache (Redis) cannot be reached, or this "
+                                             "service has none"},
+}
+
+
 def body_doc(model: type[BaseModel]) -> dict[str, Any]:
     """`openapi_extra` naming the request model (registered in components by app.main)."""
     ref = {"$ref": f"#/components/schemas/{model.__name__}"}
@@ -52,7 +61,8 @@ async def read_body(request: Request) -> bytes:
 
 
 def parse(model: type[Model], body: bytes) -> tuple[Model, float]:
-    """The validated model and the milliseconds it took."""
+    """The validated model and the milliseconds it took. Strict: a JSON value of another type than
+    the schema says (`true` or `"1"` for a number, `2.0` for an integer) is a 422, not coerced."""
     t0 = time.perf_counter()
-    req = model.model_validate_json(body)
+    req = model.model_validate_json(body, strict=True)
     return req, (time.perf_counter() - t0) * 1e3

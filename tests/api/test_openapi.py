@@ -46,3 +46,16 @@ def test_every_operation_is_summarised_with_examples_and_errors() -> None:
                 name = op["requestBody"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
                 assert schemas[name].get("examples"), f"{name} has no example"
                 assert {"413", "422"} <= set(op["responses"]), f"{method} {path} errors"
+
+
+def test_every_answer_is_documented_where_it_can_happen() -> None:
+    """/schedule lists each status it can answer, with the error body; PATCH's If-Match is required."""
+    spec = json.loads((ROOT / "openapi" / "openapi.json").read_text())
+    schedule = spec["paths"]["/schedule"]["post"]["responses"]
+    assert {"200", "401", "404", "409", "413", "415", "422", "503"} <= set(schedule)
+    for status in ("404", "409", "413", "415", "422", "503"):
+        assert schedule[status]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
+    patch = spec["paths"]["/clusters/{cluster_id}"]["patch"]
+    if_match = next(p for p in patch["parameters"] if p["name"] == "if-match")
+    assert if_match["required"] is True and if_match["in"] == "header"
+    assert {"404", "409", "415", "422", "503"} <= set(patch["responses"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.sched.budget import Budget, BudgetHit
@@ -66,6 +66,7 @@ def test_time_budget_stops_the_pass_with_a_fake_clock(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(set(POLICIES) - {"priority"}))
 @given(case=snapshots_and_jobs(), common=common_params(), cap=st.integers(1, 8))
+@settings(max_examples=15)  # x 5 policies; the contract tests run the pass itself at full count
 def test_a_job_cap_decides_the_first_jobs_as_the_queue_depth_does(name, case, common, cap) -> None:  # noqa: ANN001
     """With the pass in rank order, a cap of k jobs looked at decides exactly what a queue depth of k
     does (starts, reservations, reasons), and reports which limit it hit. (Promises are left out: a
@@ -85,6 +86,7 @@ def test_a_job_cap_decides_the_first_jobs_as_the_queue_depth_does(name, case, co
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @given(case=snapshots_and_jobs(), common=common_params(), cap=st.integers(0, 8))
+@settings(max_examples=15)
 def test_every_policy_keeps_its_invariants_under_a_cap(name, case, common, cap) -> None:  # noqa: ANN001
     """Whatever stops the pass, every job is answered once and nothing is over-committed."""
     snap, jobs = case

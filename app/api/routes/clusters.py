@@ -6,14 +6,14 @@ from fastapi import APIRouter, Header, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from app import service
-from app.api.raw_body import ERRORS, UNAUTHORIZED, body_doc, parse, read_body
+from app.api.raw_body import ERRORS, NOT_FOUND_CLUSTER, UNAUTHORIZED, UNAVAILABLE, body_doc, parse, read_body
 from app.errors import InputError
 from schemas.clusters import ClusterOut, ClusterPatch, ClusterPut
 from schemas.common import ErrorBody
 
 router = APIRouter()
-NOT_FOUND = {404: {"model": ErrorBody, "description": "No such cluster (for this API key)"}}
-UNAVAILABLE = {503: {"model": ErrorBody, "description": "The cluster cache (Redis) cannot be reached"}}
+NOT_FOUND = NOT_FOUND_CLUSTER
+IF_MATCH = r'^(W/)?"?[0-9]+"?$'
 CONFLICT = {409: {"model": ErrorBody,
                   "description": "If-Match is not the cluster's version: nothing changed"}}
 
@@ -48,7 +48,9 @@ async def put_cluster(cluster_id: str, request: Request, response: Response) -> 
               responses={**ERRORS, **NOT_FOUND, **CONFLICT, **UNAVAILABLE},
               openapi_extra=body_doc(ClusterPatch))
 async def patch_cluster(cluster_id: str, request: Request, response: Response,
-                        if_match: str | None = Header(None)) -> ClusterOut:
+                        if_match: str = Header(..., pattern=IF_MATCH, description=(
+                            "the version this change applies to, as read (the ETag of GET, PUT or "
+                            "the last PATCH); a stale one is 409 and changes nothing"))) -> ClusterOut:
     version = _version(if_match)
     body = await read_body(request)
     patch, _ = await run_in_threadpool(parse, ClusterPatch, body)  # off the event loop, like PUT

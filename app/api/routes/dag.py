@@ -49,6 +49,7 @@ async def plan(request: Request) -> DagPlanResponse:
               "description": "The plan, or its Gantt chart with format=svg"},
         **UNAUTHORIZED,
         404: {"model": ErrorBody, "description": "No such plan, or it expired"},
+        422: {"model": ErrorBody, "description": "`format` is neither json nor svg"},
         503: {"model": ErrorBody, "description": "The plan cache (Redis) cannot be reached"},
     },
     summary="A plan made earlier, as JSON or as an SVG Gantt chart",

@@ -12,9 +12,10 @@ from starlette.concurrency import run_in_threadpool
 
 from app import service
 from app.api.observe import Metrics
-from app.api.raw_body import ERRORS, body_doc, parse, read_body
+from app.api.raw_body import ERRORS, NOT_FOUND_CLUSTER, UNAVAILABLE, body_doc, parse, read_body
 from app.api.stopping import run_watched
 from app.settings import Settings
+from schemas.common import ErrorBody
 from schemas.schedule import ScheduleRequest, ScheduleResponse
 
 router = APIRouter()
@@ -35,12 +36,16 @@ def _count(metrics: Metrics, resp: dict[str, Any]) -> None:
                     ("migration", s["migrated"]), ("pending", s["pending"])):
         metrics.decisions.labels(kind).inc(n)
     metrics.nodes_examined.observe(s["nodes_examined"])
+    if s["budget"] and s["budget"]["hit"]:
+        metrics.budget_hits.labels(s["budget"]["hit"]).inc()
 
 
 @router.post(
     "/schedule",
     response_model=ScheduleResponse,
-    responses=ERRORS,
+    responses={**ERRORS, **NOT_FOUND_CLUSTER, **UNAVAILABLE,
+               409: {"model": ErrorBody, "description": "With `cluster_id`: the cached cluster could not "
+                     "be read as one version while it was being rewritten; ask again"}},
     summary="Decide which pending jobs start where, which are reserved, and why the rest wait",
     openapi_extra=body_doc(ScheduleRequest),
 )
