@@ -50,25 +50,25 @@ def downward_rank(c: Compiled) -> np.ndarray:
     return rank
 
 
-def named_priorities(c: Compiled) -> list[tuple[str, np.ndarray]]:
-    up = upward_rank(c)
+def named_priorities(c: Compiled) -> list[tuple[str, Callable[[], np.ndarray]]]:
+    """The named priorities, each computed when it is tried."""
     return [
-        ("heft-every-pair", rank_with(c, c.mean_cost, every_pair=True)),
-        ("heft-min", rank_with(c, _finite(c, np.min))),
-        ("heft-max", rank_with(c, _finite(c, np.max))),
-        ("heft-median", rank_with(c, _finite(c, np.median))),
-        ("heft-cpop", up + downward_rank(c)),
+        ("heft-every-pair", lambda: rank_with(c, c.mean_cost, every_pair=True)),
+        ("heft-min", lambda: rank_with(c, _finite(c, np.min))),
+        ("heft-max", lambda: rank_with(c, _finite(c, np.max))),
+        ("heft-median", lambda: rank_with(c, _finite(c, np.median))),
+        ("heft-cpop", lambda: upward_rank(c) + downward_rank(c)),
     ]
 
 
 def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = None,
             seed: int = 0, clock: Callable[[], float] = lambda: 0.0) -> tuple[Plan, int]:
-    """The shortest of `plan` and the variants tried within the budget (on the caller's clock);
-    (plan, variants tried)."""
+    """The shortest of `plan` and the variants tried within the budget (on the caller's clock), the
+    first (saga's reading of HEFT) whatever the budget; (plan, variants tried)."""
     t0 = clock()
     best, span = plan, makespan(plan, 0.0)
     rng = np.random.default_rng(seed)
-    up = upward_rank(c)
+    up = np.empty(0)
     tried = 0
 
     def spent() -> bool:
@@ -76,11 +76,12 @@ def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = No
 
     named = named_priorities(c)
     k = 0
-    while not spent():
+    while not tried or not spent():
         if tried < len(named):
-            name, priority = named[tried]
+            name, priority = named[tried][0], named[tried][1]()
         else:
             k += 1
+            up = up if up.size else upward_rank(c)
             sigma = min(0.3, 0.05 * (1 + k // 4))
             name, priority = f"heft-noise-{k}", up * rng.lognormal(0.0, sigma, size=c.n_tasks)
         candidate = list_schedule(c, priority, name)
