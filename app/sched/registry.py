@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from app.sched.budget import Budget
@@ -71,34 +70,45 @@ DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
 
 
 def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_s: float | None = 0.0,
-             max_search_s: float = 2.0, max_evaluations: int | None = None, seed: int = 0) -> DagResult:
+             max_search_s: float = 2.0, max_evaluations: int | None = None, seed: int = 0,
+             clock: Callable[[], float] | None = None) -> DagResult:
     """The one DAG planning function: compile, plan with one planner (or all, for `best`), improve by
     local search, analyse. Planning runs in times relative to `now`; the plan returned is on the
     caller's clock.
 
-    search_s: the local search's budget in seconds; 0 turns it off; None: SEARCH_MULTIPLE × the list
-    scheduling time, at least MIN_SEARCH_S; never more than `max_search_s`.
+    search_s: the search's budget in seconds on `clock` (the caller's, monotonic; the core reads
+    none); 0 turns it off; None: SEARCH_MULTIPLE × the list scheduling time, at least MIN_SEARCH_S;
+    never more than `max_search_s`. Without a clock only `max_evaluations` bounds the search (and
+    without either there is none): the same request then always gives the same plan.
     """
-    t0 = time.perf_counter()
+    t0 = clock() if clock else 0.0
     c = compile_problem(relative(problem))
     if algorithm == best.NAME:
         plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
-    budget = search_budget(search_s, time.perf_counter() - t0, max_search_s)
+    budget = search_budget(search_s, clock() - t0, max_search_s) if clock else 0.0
     found, tried = None, 0
-    if budget > 0:
-        t1, listed = time.perf_counter(), best.makespan(plan, 0.0)
-        if algorithm == best.NAME and not explain:  # more list plans (no steps to explain), then search
-            share = None if max_evaluations is None else max(1, max_evaluations // 4)
-            plan, tried = restart(c, plan, budget / 2, share, seed)
-            spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
-        found = improve(c, plan, budget - (time.perf_counter() - t1), max_evaluations, seed)
-        found = replace(found, before=listed, budget_s=budget, seconds=time.perf_counter() - t1)
-        plan = found.plan
+    if budget > 0 or (max_evaluations and search_s != 0):
+        plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
+                                     max_evaluations, seed, clock or (lambda: 0.0))
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
                      found, tried)
+
+
+def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,
+            max_evaluations: int | None, seed: int,
+            clock: Callable[[], float]) -> tuple[Plan, SearchResult, int]:
+    """More list plans first (for `best`: half the budget), then the local search on the best."""
+    t1, listed, tried = clock(), best.makespan(plan, 0.0), 0
+    if more_priorities:
+        share = None if max_evaluations is None else max(1, max_evaluations // 4)
+        plan, tried = restart(c, plan, budget / 2, share, seed, clock)
+        spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
+    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock)
+    found = replace(found, before=listed, budget_s=budget, seconds=clock() - t1)
+    return found.plan, found, tried
 
 
 SEARCH_MULTIPLE = 3.0

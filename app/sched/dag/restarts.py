@@ -10,7 +10,6 @@ rank (`heft-cpop`). Then `heft-noise-k`: the upward rank times a seeded lognorma
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -51,36 +50,38 @@ def downward_rank(c: Compiled) -> np.ndarray:
     return rank
 
 
-def named_priorities(c: Compiled) -> list[tuple[str, np.ndarray]]:
-    up = upward_rank(c)
+def named_priorities(c: Compiled) -> list[tuple[str, Callable[[], np.ndarray]]]:
+    """The named priorities, each computed when it is tried."""
     return [
-        ("heft-every-pair", rank_with(c, c.mean_cost, every_pair=True)),
-        ("heft-min", rank_with(c, _finite(c, np.min))),
-        ("heft-max", rank_with(c, _finite(c, np.max))),
-        ("heft-median", rank_with(c, _finite(c, np.median))),
-        ("heft-cpop", up + downward_rank(c)),
+        ("heft-every-pair", lambda: rank_with(c, c.mean_cost, every_pair=True)),
+        ("heft-min", lambda: rank_with(c, _finite(c, np.min))),
+        ("heft-max", lambda: rank_with(c, _finite(c, np.max))),
+        ("heft-median", lambda: rank_with(c, _finite(c, np.median))),
+        ("heft-cpop", lambda: upward_rank(c) + downward_rank(c)),
     ]
 
 
 def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = None,
-            seed: int = 0) -> tuple[Plan, int]:
-    """The shortest of `plan` and the variants tried within the budget; (plan, variants tried)."""
-    t0 = time.perf_counter()
+            seed: int = 0, clock: Callable[[], float] = lambda: 0.0) -> tuple[Plan, int]:
+    """The shortest of `plan` and the variants tried within the budget (on the caller's clock), the
+    first (saga's reading of HEFT) whatever the budget; (plan, variants tried)."""
+    t0 = clock()
     best, span = plan, makespan(plan, 0.0)
     rng = np.random.default_rng(seed)
-    up = upward_rank(c)
+    up = np.empty(0)
     tried = 0
 
     def spent() -> bool:
-        return (max_plans is not None and tried >= max_plans) or time.perf_counter() - t0 >= budget_s
+        return (max_plans is not None and tried >= max_plans) or clock() - t0 >= budget_s
 
     named = named_priorities(c)
     k = 0
-    while not spent():
+    while not tried or not spent():
         if tried < len(named):
-            name, priority = named[tried]
+            name, priority = named[tried][0], named[tried][1]()
         else:
             k += 1
+            up = up if up.size else upward_rank(c)
             sigma = min(0.3, 0.05 * (1 + k // 4))
             name, priority = f"heft-noise-{k}", up * rng.lognormal(0.0, sigma, size=c.n_tasks)
         candidate = list_schedule(c, priority, name)

@@ -8,14 +8,15 @@ re-timing a list plan never makes it longer (every task can only move left). A m
 of the critical path on another lane, keeping its place in the order; it is kept when it shortens
 the plan, or keeps the makespan and lowers the sum of finish times. When no move of the critical
 path helps, a few of its tasks are moved at random (seeded) and the search goes on from there,
-keeping the best plan seen. It stops at the time budget or after `max_evaluations` re-timings.
+keeping the best plan seen. It stops at the time budget (on the caller's clock) or after
+`max_evaluations` re-timings.
 """
 
 from __future__ import annotations
 
 import random
-import time
 from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -156,8 +157,9 @@ class Search:
     """One local search: the current layout and timing, the best seen, the budget."""
 
     def __init__(self, c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None,
-                 seed: int) -> None:
-        self.t0, self.budget_s, self.max_evaluations = time.perf_counter(), budget_s, max_evaluations
+                 seed: int, clock: Callable[[], float]) -> None:
+        self.clock, self.t0 = clock, clock()
+        self.budget_s, self.max_evaluations = budget_s, max_evaluations
         self.r = r = Retimer(c, plan)
         self.lay = r.layout(plan.placements)
         self.timing = r.retime(self.lay)
@@ -170,7 +172,7 @@ class Search:
 
     def spent(self) -> bool:
         return (self.max_evaluations is not None and self.evals >= self.max_evaluations) or (
-            time.perf_counter() - self.t0 >= self.budget_s)
+            self.clock() - self.t0 >= self.budget_s)
 
     def _copy(self, lay: Layout) -> Layout:
         return Layout(list(lay.lane), list(lay.key))
@@ -229,12 +231,14 @@ class Search:
 
 
 def improve(c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None = None,
-            seed: int = 0) -> SearchResult:
-    """The best plan found from `plan` within the budget; never longer than `plan`."""
+            seed: int = 0, clock: Callable[[], float] = lambda: 0.0) -> SearchResult:
+    """The best plan found from `plan` within the budget; never longer than `plan`. The core reads no
+    clock of its own: `clock` is the caller's (monotonic seconds); without one, time never passes and
+    only `max_evaluations` stops the search."""
     before = max((pl.finish for pl in plan.placements if pl.status != TaskStatus.DONE), default=0.0)
-    s = Search(c, plan, budget_s, max_evaluations, seed)
+    s = Search(c, plan, budget_s, max_evaluations, seed, clock)
     s.run()
-    seconds = time.perf_counter() - s.t0
+    seconds = clock() - s.t0
     if not s.best[0] < before:
         return SearchResult(plan, before, before, s.moves, s.evals, seconds, budget_s)
     t = s.r.retime(s.best_lay)
