@@ -19,6 +19,7 @@ from schemas.dag import (
     GroupIn,
     ProgressIn,
     RunnerUpOut,
+    SearchOut,
     StepOut,
     TaskIn,
     TaskPlanOut,
@@ -34,6 +35,7 @@ STATUS_OUT = {TaskStatus.PENDING: "planned", TaskStatus.RUNNING: "running", Task
 class DagLimits:
     max_tasks: int = 20_000
     max_cells: int = 4_000_000  # tasks × groups: the planners keep a few float matrices of that size
+    max_search_s: float = 2.0  # ceiling of the search budget
 
 
 class Problems:
@@ -304,7 +306,8 @@ def plan_to_wire(req: DagPlanRequest, result: DagResult, timing: dict[str, float
         algorithm=req.algorithm,
         used=plan.algorithm,
         now=result.now,
-        makespan=result.makespans[plan.algorithm],
+        makespan=result.makespan,
+        search=_search(result),
         finish=plan.finish,
         makespans=result.makespans,
         tasks=[TaskPlanOut(id=tasks[p.task].id, group=groups[p.group].id, slot=p.slot, start=p.start,
@@ -317,6 +320,14 @@ def plan_to_wire(req: DagPlanRequest, result: DagResult, timing: dict[str, float
         warnings=warnings,
         timing_ms=timing,
     )
+
+
+def _search(result: DagResult) -> SearchOut | None:
+    s = result.search
+    if s is None:
+        return None
+    return SearchOut(budget_s=s.budget_s, ms=s.seconds * 1e3, before=s.before, after=s.after, gain=s.gain,
+                     moves=s.moves, evaluations=s.evaluations, restarts=result.restarts)
 
 
 def _steps(plan: Plan, tasks: Sequence[Task], groups: Sequence[Group]) -> list[StepOut]:

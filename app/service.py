@@ -137,7 +137,8 @@ def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: in
     t0 = time.perf_counter()
     problem, warnings = problem_from_wire(req, limits)
     t1 = time.perf_counter()
-    result = run_planner(problem, req.algorithm, req.explain)
+    result = run_planner(problem, req.algorithm, req.explain, search_s=req.time_budget_s,
+                         max_search_s=limits.max_search_s)
     t2 = time.perf_counter()
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "plan": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())

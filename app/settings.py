@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     decision_max_jobs: int | None = Field(
         100_000, ge=1, description="pending jobs one decision may look at (like Slurm's "
         "bf_max_job_test); the rest are `not_evaluated`.")
+    dag_max_search_s: float = Field(
+        2.0, ge=0, description="ceiling of a /dag/plan search budget (time_budget_s or its default)")
     gc_gen0_threshold: int = Field(
         200_000, ge=0, description="Python GC generation-0 threshold; 0 keeps Python's default. "
         "A big snapshot allocates ~10^5 objects; the default (700) spends a third of the "

@@ -1,7 +1,8 @@
 """DAG planning: time by size, and makespan of mdl / heft / best as ratios to HEFT.
 
-    python bench/bench_dag.py                 # speed (1k and 10k tasks on 64 groups) and quality
-    python bench/bench_dag.py --no-quality --sizes 1000,10000,20000
+    python bench/bench_dag.py                 # speed (4 shapes, 1k and 10k tasks on 64 groups) and quality
+    python bench/bench_dag.py --no-quality --no-http --sizes 1000,10000 --repeat 1
+    python bench/bench_dag.py --no-quality --sizes 20000 --groups 200 --slots 2 --shapes layered
     python bench/bench_dag.py --workflows ../shared/data/workflows
 """
 
@@ -22,7 +23,7 @@ from app.convert_dag import DagLimits, problem_from_wire  # noqa: E402
 from app.sched.dag.model import DagProblem, Group  # noqa: E402
 from app.sched.registry import plan_dag  # noqa: E402
 from bench.common import Server, finish, median_ms  # noqa: E402
-from bench.dag_workload import groups, layered_dag  # noqa: E402
+from bench.dag_workload import groups, layered_dag, shaped_dag  # noqa: E402
 from schemas.dag import DagPlanRequest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,22 +43,27 @@ def _wire(p: DagProblem) -> dict[str, Any]:
     }
 
 
-def speed_rows(sizes: list[int], n_groups: int, repeat: int, http: bool) -> list[dict[str, Any]]:
+def speed_rows(sizes: list[int], n_groups: int, slots: int, shapes: list[str], algorithms: list[str],
+               repeat: int, http: bool) -> list[dict[str, Any]]:
+    """Planning time per shape and size. The list planners run alone (no search); `best` runs with
+    its default search budget (3 × its list time, at least 0.05 s, at most 2 s), which is part of it."""
     rows = []
     server = Server() if http else None
     try:
-        for n in sizes:
-            p = layered_dag(n, groups(n_groups), ccr=1.0, seed=n)
-            raw = json.dumps(_wire(p) | {"algorithm": "best"}).encode() if server else b""
-            for algorithm in ("mdl", "heft", "best"):
-                ms, r = median_ms(lambda a=algorithm, q=p: plan_dag(q, a), repeat)
-                row = {"tasks": n, "edges": len(p.edges), "groups": n_groups, "algorithm": algorithm,
-                       "plan_ms": ms, "makespan": r.makespans[r.plan.algorithm]}
-                if server is not None and algorithm == "best":
-                    http_ms, out = median_ms(lambda b=raw: server.post("/dag/plan", b), repeat)
-                    row.update(http_ms=http_ms, body_mb=len(raw) / 1e6,
-                               **{f"server_{k}_ms": v for k, v in out["timing_ms"].items() if k != "total"})
-                rows.append(row)
+        for shape in shapes:
+            for n in sizes:
+                p = shaped_dag(shape, n, groups(n_groups, slots=slots), seed=n)
+                for algorithm in algorithms:
+                    search = None if algorithm == "best" else 0.0
+                    ms, r = median_ms(lambda a=algorithm, q=p, s=search: plan_dag(q, a, search_s=s), repeat)
+                    row = {"shape": shape, "tasks": n, "edges": len(p.edges), "groups": n_groups,
+                           "slots": slots, "algorithm": algorithm, "plan_ms": ms, "makespan": r.makespan}
+                    if server is not None and algorithm == "best" and shape == "layered":
+                        raw = json.dumps(_wire(p) | {"algorithm": "best"}).encode()
+                        http_ms, out = median_ms(lambda b=raw: server.post("/dag/plan", b), repeat)
+                        row.update(http_ms=http_ms, body_mb=len(raw) / 1e6, **{
+                            f"server_{k}_ms": v for k, v in out["timing_ms"].items() if k != "total"})
+                    rows.append(row)
     finally:
         if server is not None:
             server.close()
@@ -65,7 +71,7 @@ def speed_rows(sizes: list[int], n_groups: int, repeat: int, http: bool) -> list
 
 
 def _ratios(name: str, p: DagProblem) -> dict[str, Any]:
-    spans = plan_dag(p, "best").makespans
+    spans = plan_dag(p, "best", search_s=0.0).makespans
     heft = spans["heft"]
     return {"instance": name, "tasks": len(p.tasks), "edges": len(p.edges), "groups": len(p.groups),
             "heft_s": heft, "mdl/heft": spans["mdl"] / heft if heft else 1.0,
@@ -117,14 +123,18 @@ def _fmt(col: str, v: Any) -> str:
 def main(
     sizes: str = typer.Option("1000,10000", help="task counts for the speed table"),
     n_groups: int = typer.Option(64, "--groups", help="groups for the speed table"),
+    slots: int = typer.Option(1, help="slots per group for the speed table"),
+    shapes: str = typer.Option("chain,fanout,independent,layered", help="DAG shapes for the speed table"),
+    algorithms: str = typer.Option("mdl,heft,peft,best", help="methods for the speed table"),
     repeat: int = typer.Option(3, help="timed runs per cell (after one warm-up)"),
     http: bool = typer.Option(True, help="also time `best` end to end through uvicorn"),
     quality: bool = typer.Option(True, help="the makespan-ratio table"),
     workflows: Annotated[Path, typer.Option(help="WfFormat instances")] = DEFAULT_WORKFLOWS,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
-    rows = speed_rows([int(x) for x in sizes.split(",") if x], n_groups, repeat, http)
-    tables = [_table("DAG planning time (median, layered DAGs, ccr 1)", rows)]
+    rows = speed_rows([int(x) for x in sizes.split(",") if x], n_groups, slots, shapes.split(","),
+                      algorithms.split(","), repeat, http)
+    tables = [_table("DAG planning time (median)", rows)]
     out: dict[str, Any] = {"speed": rows}
     if quality:
         if not workflows.is_dir():

@@ -21,7 +21,8 @@ import numpy as np
 from saga import Network, TaskGraph
 from saga.schedulers.data.random import gen_in_trees, gen_out_trees, gen_parallel_chains
 
-from app.sched.dag.model import DagProblem, Edge, Group, Link, Network as CoreNetwork, Placement, Task, TaskStatus
+from app.sched.dag.model import DagProblem, Edge, Group, Link, Placement, Task, TaskStatus
+from app.sched.dag.model import Network as CoreNetwork
 
 
 @dataclass(frozen=True)

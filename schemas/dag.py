@@ -172,7 +172,12 @@ class DagPlanRequest(Strict):
         None, description="resource service groups; with `workflow` the default is one group per "
         "recorded machine, one slot per core, speed 1")
     network: NetworkIn = NetworkIn()
-    algorithm: Literal["mdl", "heft", "best"] = "mdl"
+    algorithm: Literal["mdl", "heft", "peft", "best"] = "mdl"
+    time_budget_s: float | None = Field(
+        None, ge=0, le=600,
+        description="seconds for improving the list plan (local search; for `best` also more task "
+        "priorities); 0: none; default: 3 × the list scheduling time, at least 0.05 s; never more than "
+        "the service's HPCSCHED_DAG_MAX_SEARCH_S")
     explain: bool = Field(
         False, description="return each choice with its MDL (or finish time) and the runner-up")
 
@@ -203,14 +208,27 @@ class TaskPlanOut(BaseModel):
     critical: bool
 
 
+class SearchOut(BaseModel):
+    budget_s: float = Field(..., description="the time the search was given")
+    ms: float = Field(..., description="the time it took")
+    before: float = Field(..., description="makespan of the list plan it started from")
+    after: float = Field(..., description="makespan after it (never more than `before`)")
+    gain: float = Field(..., description="(before − after) / before")
+    moves: int = Field(..., description="task moves kept")
+    evaluations: int = Field(..., description="plans re-timed")
+    restarts: int = Field(0, description="`best`: list plans tried under other task priorities")
+
+
 class DagPlanResponse(BaseModel):
     plan_id: str | None = Field(
         None, description="GET /dag/plan/{plan_id} returns this plan until it expires")
     expires_in_s: int | None = None
     algorithm: str = Field(..., description="what was asked")
-    used: str = Field(..., description="the planner whose plan this is (differs from `algorithm` for best)")
+    used: str = Field(..., description="the list planner (or task priority, for best) whose plan the "
+                      "search started from; differs from `algorithm` for best")
     now: float
     makespan: float = Field(..., description="latest finish of the running and planned tasks − now")
+    search: SearchOut | None = Field(None, description="what the search after list scheduling gained")
     finish: float = Field(..., description="latest finish of any task")
     makespans: dict[str, float] = Field(..., description="makespan of each planner run")
     tasks: list[TaskPlanOut]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.sched.budget import Budget
 from app.sched.collector import rare_collections
@@ -13,10 +13,10 @@ from app.sched.dag.critical import critical_path
 from app.sched.dag.graph import Compiled, compile_problem
 from app.sched.dag.heft import HeftPlanner
 from app.sched.dag.mdl import MdlPlanner
+from app.sched.dag.model import DagProblem, Plan
 from app.sched.dag.peft import PeftPlanner
 from app.sched.dag.restarts import restart
 from app.sched.dag.search import SearchResult, improve
-from app.sched.dag.model import DagProblem, Plan
 from app.sched.dag.shift import absolute, relative
 from app.sched.model import Decision, Job, Snapshot
 from app.sched.params import CommonParams
@@ -89,12 +89,13 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     budget = search_budget(search_s, time.perf_counter() - t0, max_search_s)
     found, tried = None, 0
     if budget > 0:
-        t1 = time.perf_counter()
-        if algorithm == best.NAME:  # more list plans first, then the local search on the best
+        t1, listed = time.perf_counter(), best.makespan(plan, 0.0)
+        if algorithm == best.NAME and not explain:  # more list plans (no steps to explain), then search
             share = None if max_evaluations is None else max(1, max_evaluations // 4)
             plan, tried = restart(c, plan, budget / 2, share, seed)
             spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
         found = improve(c, plan, budget - (time.perf_counter() - t1), max_evaluations, seed)
+        found = replace(found, before=listed, budget_s=budget, seconds=time.perf_counter() - t1)
         plan = found.plan
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
                      found, tried)

@@ -30,8 +30,11 @@ def test_example_is_planned_kept_and_returned(client: Client) -> None:
     r = client.post("/dag/plan", json=example(explain=True))
     assert r.status_code == 200, r.text
     plan = r.json()
-    assert plan["used"] in ("mdl", "heft") and set(plan["makespans"]) == {"mdl", "heft"}
-    assert plan["makespan"] == min(plan["makespans"].values())
+    assert {"mdl", "heft", "peft"} <= set(plan["makespans"]) and plan["used"] in plan["makespans"]
+    assert plan["makespan"] <= min(plan["makespans"].values())
+    search = plan["search"]
+    assert search["before"] == min(plan["makespans"][m] for m in ("mdl", "heft", "peft"))
+    assert search["after"] == plan["makespan"] and 0 <= search["gain"] < 1 and search["budget_s"] >= 0.05
     assert [t["id"] for t in plan["tasks"]] == [t["id"] for t in EXAMPLE["tasks"]]
     by_id = {t["id"]: t for t in plan["tasks"]}
     assert by_id["align_1"]["group"] in ("bio-a", "bio-b") and by_id["call"]["group"] == "bio-a"
@@ -153,7 +156,9 @@ ERRORS = [
     ("zero speed", lambda b: b["groups"][0].update(speed=0), ["body", "groups", 0, "speed"],
      "greater than or equal to 0.000001"),
     ("unknown algorithm", lambda b: b.update(algorithm="genetic"), ["body", "algorithm"],
-     "'mdl', 'heft' or 'best'"),
+     "'mdl', 'heft', 'peft' or 'best'"),
+    ("negative search budget", lambda b: b.update(time_budget_s=-1), ["body", "time_budget_s"],
+     "greater than or equal to 0"),
     ("unknown field", lambda b: b["tasks"][0].update(walltime=3), ["body", "tasks", 0, "walltime"],
      "not permitted"),
     ("done without finish", lambda b: b["tasks"][0].update(status="done", group="login"),
@@ -251,3 +256,12 @@ def test_a_running_task_past_its_expected_end_is_said(client: Client) -> None:
     assert any("'split' was expected to end at 20.0" in w for w in r.json()["warnings"]), r.json()["warnings"]
     on_time = client.post("/dag/plan", json=example(tasks=tasks, now=10)).json()
     assert on_time["warnings"] == []
+
+
+def test_search_budget_is_asked_capped_or_off() -> None:
+    """time_budget_s 0: no search; a budget above HPCSCHED_DAG_MAX_SEARCH_S is cut to it."""
+    small = Client(create_app(Settings(dag_max_search_s=0.01)))
+    capped = small.post("/dag/plan", json=example(time_budget_s=5)).json()
+    assert capped["search"]["budget_s"] == 0.01
+    off = small.post("/dag/plan", json=example(time_budget_s=0)).json()
+    assert off["search"] is None and off["makespan"] == off["makespans"]["mdl"]

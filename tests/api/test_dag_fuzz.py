@@ -32,7 +32,7 @@ def wire(p: DagProblem) -> dict[str, Any]:
 
 
 @settings(suppress_health_check=[HealthCheck.too_slow], max_examples=40)
-@given(dag_problems(max_tasks=12), st.sampled_from(["mdl", "heft", "best"]))
+@given(dag_problems(max_tasks=12), st.sampled_from(["mdl", "heft", "peft", "best"]))
 def test_random_workflows_get_valid_plans_over_http(p: DagProblem, algorithm: str) -> None:
     r = CLIENT.post("/dag/plan", json=wire(p) | {"algorithm": algorithm, "explain": True})
     assert r.status_code == 200, r.text

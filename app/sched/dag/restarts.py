@@ -2,10 +2,10 @@
 random perturbations of the upward rank, until a time budget or a number of plans is spent.
 
 Named priorities: the upward rank with the mean transfer over every pair of groups, each group with
-itself included (`heft-every-pair`, saga's reading of HEFT), with each task's fastest (`heft-min`), slowest (`heft-max`) or
-median cost (`heft-median`) in place of the mean, and CPOP's upward + downward rank (`heft-cpop`).
-Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task (σ growing from 0.05
-to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
+itself included (`heft-every-pair`, saga's reading of HEFT); with each task's fastest (`heft-min`),
+slowest (`heft-max`) or median cost (`heft-median`) in place of the mean; CPOP's upward + downward
+rank (`heft-cpop`). Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task
+(σ growing from 0.05 to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
 """
 
 from __future__ import annotations
@@ -28,12 +28,18 @@ def _finite(c: Compiled, stat: Callable[[np.ndarray], float]) -> np.ndarray:
 def rank_with(c: Compiled, work: np.ndarray, every_pair: bool = False) -> np.ndarray:
     """Upward rank with `work` as each task's cost; `every_pair`: the mean transfer over every pair
     of groups, a group with itself included (as saga's HEFT ranks), not only distinct ones."""
-    lat, per_byte = (float(c.lat.mean()), float(c.inv_bw.mean())) if every_pair else mean_transfer(c)
+    lat, per_byte = _every_pair(c) if every_pair else mean_transfer(c)
     rank = work.astype(float)
     for u in reversed(c.topo):
         if c.succs[u]:
             rank[u] = work[u] + max(lat + data * per_byte + rank[v] for v, data in c.succs[u])
     return rank
+
+
+def _every_pair(c: Compiled) -> tuple[float, float]:
+    """Mean latency and seconds per byte over the unordered pairs of groups, each group with itself too."""
+    upper = np.triu_indices(c.n_groups)
+    return float(c.lat[upper].mean()), float(c.inv_bw[upper].mean())
 
 
 def downward_rank(c: Compiled) -> np.ndarray:

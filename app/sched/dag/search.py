@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
+from bisect import bisect_left
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Placement, Plan, TaskStatus
 from app.sched.dag.state import PlanState
+
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
@@ -31,6 +33,7 @@ class SearchResult:
     moves: int  # moves kept
     evaluations: int  # re-timings done
     seconds: float
+    budget_s: float = 0.0
 
     @property
     def gain(self) -> float:
@@ -68,20 +71,36 @@ class Retimer:
         key = [(pl.start, self.topo_pos[pl.task]) for pl in placements]
         return Layout(lane, key)
 
-    def retime(self, lay: Layout) -> tuple[list[float], list[float], list[int]]:
-        """(start, finish, binding) per task; binding = the task whose finish set the start (-1: none)."""
+    def retime(self, lay: Layout) -> Timing:
+        """Re-time every pending task in the order of `lay.key`."""
         n = self.c.n_tasks
-        start, finish, bind = [0.0] * n, [0.0] * n, [-1] * n
-        group = [0] * n
+        t = Timing(sorted(self.pending, key=lay.key.__getitem__), [0.0] * n, [0.0] * n, [-1] * n, [0] * n)
         for v, pl in self.fixed.items():
-            start[v], finish[v], group[v] = pl.start, pl.finish, pl.group
+            t.start[v], t.finish[v], t.group[v] = pl.start, pl.finish, pl.group
+        t.index_lanes(lay, len(self.free0))
+        self._run(lay, t, 0, list(self.free0), [-1] * len(self.free0))
+        return t
+
+    def retime_from(self, lay: Layout, old: Timing, i: int) -> Timing:
+        """Re-time after a change at position i of `old.order`: the tasks before it keep their times."""
+        t = Timing(old.order, list(old.start), list(old.finish), list(old.bind), list(old.group))
         free, last = list(self.free0), [-1] * len(self.free0)
-        cost, lat, inv_bw, lane_group = self.cost, self.lat, self.inv_bw, self.lane_group
-        for v in sorted(self.pending, key=lay.key.__getitem__):
+        for lane, at in enumerate(old.lane_at):
+            k = bisect_left(at, i)
+            if k:
+                last[lane] = u = old.order[at[k - 1]]
+                free[lane] = old.finish[u]
+        self._run(lay, t, i, free, last)
+        return t
+
+    def _run(self, lay: Layout, t: Timing, i: int, free: list[float], last: list[int]) -> None:
+        cost, lat, inv_bw, lane_group, preds = self.cost, self.lat, self.inv_bw, self.lane_group, self.preds
+        start, finish, bind, group = t.start, t.finish, t.bind, t.group
+        for v in t.order[i:]:
             lane = lay.lane[v]
             g = lane_group[lane]
             s, b = free[lane], last[lane]
-            for u, data in self.preds[v]:
+            for u, data in preds[v]:
                 gu = group[u]
                 a = finish[u] + lat[gu][g] + data * inv_bw[gu][g]
                 if a > s:
@@ -90,13 +109,30 @@ class Retimer:
             group[v], start[v], bind[v] = g, s, b
             finish[v] = free[lane] = s + cost[v][g]
             last[lane] = v
-        return start, finish, bind
 
 
-def _score(r: Retimer, finish: list[float]) -> tuple[float, float]:
-    live = [finish[v] for v in r.pending] + [pl.finish for pl in r.fixed.values()
-                                             if pl.status == TaskStatus.RUNNING]
-    return (max(live, default=0.0), sum(finish[v] for v in r.pending))
+@dataclass(slots=True)
+class Timing:
+    order: list[int]  # pending tasks in processing order
+    start: list[float]
+    finish: list[float]
+    bind: list[int]  # the task whose finish set the start (-1: the lane's own free time or now)
+    group: list[int]
+    lane_at: list[list[int]] = field(default_factory=list)  # per lane: positions in `order`, ascending
+    position: list[int] = field(default_factory=list)  # per task: its position in `order`
+
+    def index_lanes(self, lay: Layout, n_lanes: int) -> None:
+        self.lane_at = [[] for _ in range(n_lanes)]
+        self.position = [0] * len(self.start)
+        for i, v in enumerate(self.order):
+            self.lane_at[lay.lane[v]].append(i)
+            self.position[v] = i
+
+
+def _score(r: Retimer, t: Timing) -> tuple[float, float]:
+    live = [t.finish[v] for v in r.pending] + [pl.finish for pl in r.fixed.values()
+                                               if pl.status == TaskStatus.RUNNING]
+    return (max(live, default=0.0), sum(t.finish[v] for v in r.pending))
 
 
 def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
@@ -104,95 +140,110 @@ def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] < b[0] - 1e-9 * max(1.0, b[0]) or (a[0] <= b[0] and a[1] < b[1] - 1e-9 * max(1.0, b[1]))
 
 
-def _critical(r: Retimer, finish: list[float], bind: list[int]) -> list[int]:
+def _critical(r: Retimer, t: Timing) -> list[int]:
     """Pending tasks on the chain of binding constraints that ends at the last finish."""
     if not r.pending:
         return []
-    v = max(r.pending, key=lambda t: (finish[t], -t))
+    v = max(r.pending, key=lambda x: (t.finish[x], -x))
     path = []
     while v >= 0 and v not in r.fixed and len(path) <= len(r.pending):
         path.append(v)
-        v = bind[v]
+        v = t.bind[v]
     return path
+
+
+class Search:
+    """One local search: the current layout and timing, the best seen, the budget."""
+
+    def __init__(self, c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None,
+                 seed: int) -> None:
+        self.t0, self.budget_s, self.max_evaluations = time.perf_counter(), budget_s, max_evaluations
+        self.r = r = Retimer(c, plan)
+        self.lay = r.layout(plan.placements)
+        self.timing = r.retime(self.lay)
+        self.cur = _score(r, self.timing)
+        self.best_lay, self.best = self._copy(self.lay), self.cur
+        self.rng = random.Random(seed)
+        self.evals, self.moves = 1, 0
+        self.able = [[i for i, g in enumerate(r.lane_group) if np.isfinite(c.cost[v, g])]
+                     for v in range(c.n_tasks)]
+
+    def spent(self) -> bool:
+        return (self.max_evaluations is not None and self.evals >= self.max_evaluations) or (
+            time.perf_counter() - self.t0 >= self.budget_s)
+
+    def _copy(self, lay: Layout) -> Layout:
+        return Layout(list(lay.lane), list(lay.key))
+
+    def run(self) -> None:
+        if all(len(self.able[v]) < 2 for v in self.r.pending):
+            return  # no task has anywhere else to go
+        while not self.spent():
+            if not self.step():
+                self.perturb()
+
+    def step(self) -> bool:
+        """Try moving each critical task to each other lane (cheapest first); keep the first that helps."""
+        r, lay = self.r, self.lay
+        for v in _critical(r, self.timing):
+            old = lay.lane[v]
+            cost = r.cost[v]
+            others = sorted((x for x in self.able[v] if x != old), key=lambda x: (cost[r.lane_group[x]], x))
+            for x in others:
+                if self.spent():
+                    return True
+                lay.lane[v] = x
+                t = r.retime_from(lay, self.timing, self.timing.position[v])
+                self.evals += 1
+                score = _score(r, t)
+                if _better(score, self.cur):
+                    self.moves += 1
+                    self._settle(score, t)
+                    return True
+                lay.lane[v] = old
+        return False
+
+    def _settle(self, score: tuple[float, float], t: Timing) -> None:
+        """Take the timing as current: the order follows the new starts."""
+        r, lay = self.r, self.lay
+        for v in r.pending:
+            lay.key[v] = (t.start[v], r.topo_pos[v])
+        t.order = sorted(r.pending, key=lay.key.__getitem__)
+        t.index_lanes(lay, len(r.free0))
+        self.timing, self.cur = t, score
+        if score < self.best:
+            self.best_lay, self.best = self._copy(lay), score
+
+    def perturb(self) -> None:
+        """From the best plan, move up to three of its critical tasks to random lanes able to run them."""
+        r, lay = self.r, self._copy(self.best_lay)
+        path = _critical(r, r.retime(lay)) or r.pending
+        for v in self.rng.sample(sorted(path), min(3, len(path))):
+            choices = [x for x in self.able[v] if x != lay.lane[v]]
+            if choices:
+                lay.lane[v] = self.rng.choice(choices)
+        self.lay = lay
+        t = r.retime(lay)
+        self.evals += 1
+        self._settle(_score(r, t), t)
 
 
 def improve(c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None = None,
             seed: int = 0) -> SearchResult:
     """The best plan found from `plan` within the budget; never longer than `plan`."""
-    t0 = time.perf_counter()
-    r = Retimer(c, plan)
-    lay = r.layout(plan.placements)
     before = max((pl.finish for pl in plan.placements if pl.status != TaskStatus.DONE), default=0.0)
-    start, finish, bind = r.retime(lay)
-    cur = _score(r, finish)
-    best_lay, best = Layout(list(lay.lane), list(lay.key)), cur
-    rng = random.Random(seed)
-    evals, moves = 1, 0
-
-    def out_of_budget() -> bool:
-        return (max_evaluations is not None and evals >= max_evaluations) or (
-            time.perf_counter() - t0 >= budget_s)
-
-    able = [[i for i, g in enumerate(r.lane_group) if np.isfinite(c.cost[v, g])] for v in range(c.n_tasks)]
-    if all(len(able[v]) < 2 for v in r.pending):
-        return SearchResult(plan, before, before, 0, evals, time.perf_counter() - t0)  # nothing can move
-    while not out_of_budget():
-        improved = False
-        for v in _critical(r, finish, bind):
-            lanes = sorted((x for x in able[v] if x != lay.lane[v]),
-                           key=lambda x: (r.cost[v][r.lane_group[x]], x))
-            old = lay.lane[v]
-            for x in lanes:
-                if out_of_budget():
-                    break
-                lay.lane[v] = x
-                s2, f2, b2 = r.retime(lay)
-                evals += 1
-                score = _score(r, f2)
-                if _better(score, cur):
-                    start, finish, bind, cur, improved = s2, f2, b2, score, True
-                    moves += 1
-                    break
-                lay.lane[v] = old
-            if improved or out_of_budget():
-                break
-        if improved:
-            lay.key = [(start[v], r.topo_pos[v]) if v not in r.fixed else lay.key[v]
-                       for v in range(c.n_tasks)]
-            if cur < best:
-                best_lay, best = Layout(list(lay.lane), list(lay.key)), cur
-            continue
-        if out_of_budget():
-            break
-        lay = _perturb(r, Layout(list(best_lay.lane), list(best_lay.key)), able, rng)
-        start, finish, bind = r.retime(lay)
-        evals += 1
-        cur = _score(r, finish)
-        lay.key = [(start[v], r.topo_pos[v]) if v not in r.fixed else lay.key[v] for v in range(c.n_tasks)]
-        if cur < best:
-            best_lay, best = Layout(list(lay.lane), list(lay.key)), cur
-    start, finish, _ = r.retime(best_lay)
-    placements = _placements(r, plan, best_lay, start, finish)
-    after = best[0] if best[0] < before else before
-    if best[0] >= before:
-        placements = list(plan.placements)
-    return SearchResult(Plan(plan.algorithm, placements, plan.steps), before, after, moves, evals,
-                        time.perf_counter() - t0)
+    s = Search(c, plan, budget_s, max_evaluations, seed)
+    s.run()
+    seconds = time.perf_counter() - s.t0
+    if not s.best[0] < before:
+        return SearchResult(plan, before, before, s.moves, s.evals, seconds, budget_s)
+    t = s.r.retime(s.best_lay)
+    placements = _placements(s.r, plan, s.best_lay, t)
+    return SearchResult(Plan(plan.algorithm, placements, plan.steps), before, s.best[0], s.moves, s.evals,
+                        seconds, budget_s)
 
 
-def _perturb(r: Retimer, lay: Layout, able: list[list[int]], rng: random.Random) -> Layout:
-    """Move up to three tasks of the best plan's critical path to random lanes able to run them."""
-    _, f, b = r.retime(lay)
-    path = _critical(r, f, b) or r.pending
-    for v in rng.sample(sorted(path), min(3, len(path))):
-        choices = [x for x in able[v] if x != lay.lane[v]]
-        if choices:
-            lay.lane[v] = rng.choice(choices)
-    return lay
-
-
-def _placements(r: Retimer, plan: Plan, lay: Layout, start: list[float],
-                finish: list[float]) -> list[Placement]:
+def _placements(r: Retimer, plan: Plan, lay: Layout, t: Timing) -> list[Placement]:
     out = []
     lane_slot = {i: k for (_, k), i in r.lane_index.items()}
     for pl in plan.placements:
@@ -200,6 +251,5 @@ def _placements(r: Retimer, plan: Plan, lay: Layout, start: list[float],
             out.append(pl)
             continue
         v, lane = pl.task, lay.lane[pl.task]
-        out.append(Placement(v, r.lane_group[lane], lane_slot[lane], start[v], finish[v], pl.status))
+        out.append(Placement(v, r.lane_group[lane], lane_slot[lane], t.start[v], t.finish[v], pl.status))
     return out
-

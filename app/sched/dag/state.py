@@ -52,9 +52,9 @@ class Lane:
         t = starts[i] if starts[i] > ready else ready
         if t + duration <= ends[i]:
             return t
-        for i in range(i + 1, len(starts)):  # the later gaps all start after `ready`
-            if starts[i] + duration <= ends[i]:
-                return starts[i]
+        for j in range(i + 1, len(starts)):  # the later gaps all start after `ready`
+            if starts[j] + duration <= ends[j]:
+                return starts[j]
         raise AssertionError("the open-ended gap always fits")
 
     def book(self, start: float, finish: float) -> None:
