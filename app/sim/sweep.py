@@ -38,12 +38,13 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     from distributed import Client, LocalCluster
 
     if scheduler:
-        with Client(scheduler) as client:
+        with Client(scheduler) as client:  # type: ignore[no-untyped-call]
             yield client
         return
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-            Client(cluster) as client:
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0")
+    with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         yield client
 
 
@@ -77,7 +78,7 @@ def run_sweep(client: Any, tasks: Sequence[Task], workloads: Mapping[str, Worklo
     futures = {client.submit(evaluate, shared[t.part], t.setting, t.detail, pure=False): t for t in todo}
     try:
         with results.open("a") as f:
-            for future in as_completed(futures):
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
                 task = futures[future]
                 rec = {"stamp": stamps[task.part], "part": task.part, "key": task.setting.key,
                        **future.result()}
