@@ -38,12 +38,13 @@ def dask_client(scheduler: str | None = None, workers: int | None = None) -> Ite
     from distributed import Client, LocalCluster
 
     if scheduler:
-        with Client(scheduler) as client:
+        with Client(scheduler) as client:  # type: ignore[no-untyped-call]
             yield client
         return
     n = workers or os.cpu_count() or 1
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    cluster = LocalCluster(  # type: ignore[no-untyped-call]
+        n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0")
+    with cluster, Client(cluster) as client:  # type: ignore[no-untyped-call]
         yield client
 
 
@@ -71,18 +72,23 @@ def run_sweep(client: Any, tasks: Sequence[Task], workloads: Mapping[str, Worklo
             todo.append(task)
     if not todo:
         return out
-    shared = {part: client.scatter(w, broadcast=True) for part, w in workloads.items()
+    # hash=False: a fresh key per run, never one an interrupted run's clean-up is about to release
+    shared = {part: client.scatter(w, broadcast=True, hash=False) for part, w in workloads.items()
               if any(t.part == part for t in todo)}
     futures = {client.submit(evaluate, shared[t.part], t.setting, t.detail, pure=False): t for t in todo}
-    with results.open("a") as f:
-        for future in as_completed(futures):
-            task = futures[future]
-            rec = {"stamp": stamps[task.part], "part": task.part, "key": task.setting.key, **future.result()}
-            f.write(json.dumps(rec) + "\n")
-            f.flush()
-            out[(task.part, task.setting.key)] = rec
-            if on_result:
-                on_result(task, rec, False)
+    try:
+        with results.open("a") as f:
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
+                task = futures[future]
+                rec = {"stamp": stamps[task.part], "part": task.part, "key": task.setting.key,
+                       **future.result()}
+                f.write(json.dumps(rec) + "\n")
+                f.flush()
+                out[(task.part, task.setting.key)] = rec
+                if on_result:
+                    on_result(task, rec, False)
+    finally:  # stopped (Ctrl-C, an error): leave no replay running on a shared cluster
+        client.cancel([f for f in futures if not f.done()])
     return out
 
 
