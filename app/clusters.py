@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from app.convert import check_snapshot, promise_errors, snapshot_from_wire
+from app.convert import check_snapshot, promise_errors, shape_errors, snapshot_from_wire
 from app.errors import ErrorDetail, InputError
 from app.sched.model import Snapshot
 from schemas.clusters import ClusterPut
@@ -17,8 +17,8 @@ def checked(state: ClusterPut, where: tuple[str, ...] = ("body",)) -> Snapshot:
     if any(n.allocated is not None for n in state.nodes):
         nodes = [n.model_copy(update={"allocated": None}) if n.allocated is not None else n
                  for n in state.nodes]
-        state = ClusterPut(nodes=nodes, running=state.running)
-    req = ScheduleRequest(now=0, nodes=state.nodes, running=state.running)
+        state = ClusterPut(nodes=nodes, running=state.running, windows=state.windows)
+    req = ScheduleRequest(now=0, nodes=state.nodes, running=state.running, windows=state.windows)
     try:
         held = check_snapshot(req)
     except InputError as exc:
@@ -45,6 +45,6 @@ def check_pending(pending: list[PendingJobIn], total_nodes: int,
         if p.nodes > total_nodes:
             errors.append(ErrorDetail((*loc, "nodes"), f"asks for {p.nodes} nodes; the cluster has "
                                       f"{total_nodes}", "too_many_nodes"))
-        errors += promise_errors(i, p, nodes)
+        errors += promise_errors(i, p, nodes) + shape_errors(i, p)
     if errors:
         raise InputError(errors)

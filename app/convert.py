@@ -7,7 +7,7 @@ its full path, like FastAPI's own 422.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from app.errors import ErrorDetail, InputError
@@ -21,8 +21,10 @@ from app.sched.model import (
     RunningJob,
     Snapshot,
     Summary,
+    Window,
 )
-from schemas.cluster import NodeIn, RunningJobIn
+from schemas.cluster import NodeIn, RunningJobIn, WindowIn
+from schemas.common import MAX_MEM_MIB
 from schemas.schedule import (
     PendingJobIn,
     ScheduleRequest,
@@ -101,7 +103,7 @@ def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
         if p.id in running_ids:
             errors.append(ErrorDetail(("body", "pending", i, "id"),
                                       f"job {p.id!r} is also listed as running", "duplicate"))
-        errors += promise_errors(i, p, node_ids)
+        errors += promise_errors(i, p, node_ids) + shape_errors(i, p)
         if p.nodes > len(req.nodes):
             errors.append(ErrorDetail(("body", "pending", i, "nodes"),
                                       f"asks for {p.nodes} nodes; the cluster has "
@@ -109,6 +111,8 @@ def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
     held = _running_holdings(req, errors)
     for i, node in enumerate(req.nodes):
         errors += _node_errors(i, node, held.get(node.id))
+        errors += node_queue_errors(("body", "nodes", i), node)
+    errors += window_errors(req.windows, ("body", "windows"), node_ids)
     if errors:
         raise InputError(errors)
     return held
@@ -125,6 +129,47 @@ def promise_errors(i: int, p: PendingJobIn, node_ids: set[str]) -> list[ErrorDet
             for k, n in enumerate(p.promised_nodes) if n not in node_ids]
 
 
+def shape_errors(i: int, p: PendingJobIn) -> list[ErrorDetail]:
+    """A pending job's per-node memory given twice, or too large once multiplied out."""
+    loc = ("body", "pending", i, "mem_mib_per_cpu")
+    if p.mem_mib_per_cpu is None:
+        return []
+    if "mem_mib" in p.model_fields_set:
+        return [ErrorDetail(loc, "give mem_mib (per node) or mem_mib_per_cpu, not both", "conflict")]
+    if p.cpu * p.mem_mib_per_cpu > MAX_MEM_MIB:  # the bound of mem_mib
+        return [ErrorDetail(loc, f"cpu x mem_mib_per_cpu exceeds {MAX_MEM_MIB} MiB per node",
+                            "too_large")]
+    return []
+
+
+def node_queue_errors(loc: Loc, n: NodeIn) -> list[ErrorDetail]:
+    """`queue` given beside `queues` must be one of them."""
+    why = n.queue_conflict()
+    return [] if why is None else [ErrorDetail((*loc, "queue"), why, "not_in_queues")]
+
+
+def window_errors(windows: list[WindowIn], where: Loc, node_ids: Collection[str]) -> list[ErrorDetail]:
+    """Duplicate ids, an end not after its start, unknown or repeated nodes."""
+    errors = _duplicates((w.id for w in windows), where, "window")
+    for i, w in enumerate(windows):
+        loc = (*where, i)
+        if w.end <= w.start:
+            errors.append(ErrorDetail((*loc, "end"), f"end {w.end} is not after start {w.start}",
+                                      "empty_window"))
+        seen: set[str] = set()
+        for k, nid in enumerate(w.nodes):
+            if nid not in node_ids:
+                errors.append(ErrorDetail((*loc, "nodes", k), f"unknown node {nid!r}", "unknown_node"))
+            elif nid in seen:
+                errors.append(ErrorDetail((*loc, "nodes", k), f"node {nid!r} listed twice", "duplicate"))
+            seen.add(nid)
+    return errors
+
+
+def window_from_wire(w: WindowIn) -> Window:
+    return Window(w.id, tuple(w.nodes), w.start, w.end)
+
+
 def _node(n: NodeIn, held: dict[str, list[int]]) -> Node:
     cap = (n.capacity.cpu, n.capacity.mem_mib, n.capacity.gpu)
     if n.allocated is not None:
@@ -132,8 +177,9 @@ def _node(n: NodeIn, held: dict[str, list[int]]) -> Node:
     else:
         h = held.get(n.id, (0, 0, 0))
         alloc = (h[0], h[1], h[2])
-    return Node(n.id, n.queue, cap, alloc, frozenset(n.labels), n.cpu_load, n.cpu_ghz,
-                NodeState(n.state.value))
+    queue, queues = n.queue_names()
+    return Node(n.id, queue, cap, alloc, frozenset(n.labels), n.cpu_load, n.cpu_ghz,
+                NodeState(n.state.value), n.weight, queues)
 
 
 def _running(r: RunningJobIn) -> RunningJob:
@@ -142,10 +188,11 @@ def _running(r: RunningJobIn) -> RunningJob:
 
 
 def job_from_wire(p: PendingJobIn) -> Job:
-    return Job(p.id, p.queue, p.submit_time, p.walltime_s, p.nodes, p.cpu, p.mem_mib, p.gpu,
+    mem = p.mem_mib if p.mem_mib_per_cpu is None else p.cpu * p.mem_mib_per_cpu
+    return Job(p.id, p.queue, p.submit_time, p.walltime_s, p.nodes, p.cpu, mem, p.gpu,
                p.user, p.priority, p.user_priority, p.queue_priority, p.vip,
                frozenset(p.labels), promise_start=p.promised_start,
-               promise_nodes=tuple(p.promised_nodes))
+               promise_nodes=tuple(p.promised_nodes), exclusive=p.exclusive)
 
 
 def snapshot_from_wire(
@@ -154,7 +201,8 @@ def snapshot_from_wire(
     """The core's snapshot and jobs; `held` is what check_snapshot returned."""
     nodes = tuple(_node(n, held) for n in req.nodes)
     running = tuple(_running(r) for r in req.running)
-    return Snapshot(req.now, nodes, running), [job_from_wire(p) for p in req.pending]
+    windows = tuple(window_from_wire(w) for w in req.windows)
+    return Snapshot(req.now, nodes, running, windows=windows), [job_from_wire(p) for p in req.pending]
 
 
 _PARAMS: dict[str, type[core_params.CommonParams]] = {

@@ -1,6 +1,6 @@
 """The service's wire contract (pydantic v2). Importable alone: a Python client can reuse it."""
 
-from schemas.cluster import NodeAllocIn, NodeIn, RunningJobIn
+from schemas.cluster import NodeAllocIn, NodeIn, RunningJobIn, WindowIn
 from schemas.common import (
     Capacity,
     ErrorBody,
@@ -27,5 +27,5 @@ __all__ = [
     "Capacity", "ErrorBody", "ErrorDetail", "MigrationOut", "NodeAllocIn", "NodeIn", "NodeState",
     "PendingJobIn", "PendingOut", "PolicySpec", "PriorityOut", "ReasonCode", "ReservationOut",
     "Resources", "RunningJobIn", "ScheduleRequest", "ScheduleResponse", "StartKind", "StartOut",
-    "SummaryOut",
+    "SummaryOut", "WindowIn",
 ]

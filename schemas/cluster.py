@@ -2,16 +2,39 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from schemas.common import TIME_BOUND, Capacity, Cpu, Gpu, MemMib, NodeState, Resources, Strict, Time
+from schemas.common import (
+    MAX_NODES,
+    TIME_BOUND,
+    Capacity,
+    Cpu,
+    Gpu,
+    MemMib,
+    NodeState,
+    Resources,
+    Strict,
+    Time,
+)
 
 Id = str
+MAX_WEIGHT = 2**32 - 1  # Slurm's node weight is a 32-bit unsigned number
 
 
 class NodeIn(Strict):
     id: Id = Field(..., min_length=1)
-    queue: str = Field("default", min_length=1, description="the queue (partition) it serves")
+    queue: str = Field("default", min_length=1, description="the queue (partition) it serves; "
+                       "the shorthand for `queues` of one name (with `queues`, omit it or give one "
+                       "of them)")
+    queues: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, max_length=1024,
+        description="every queue (partition) it serves, for overlapping partitions; a pending job "
+        "of any of them may use it")
+    weight: int = Field(1, ge=0, le=MAX_WEIGHT, description="preference, lower first (Slurm's node "
+                        "weight): `first_fit` takes nodes by (weight, id), the other selectors break "
+                        "ties by it")
     labels: list[str] = Field(default_factory=list, description="hardware features, e.g. gpu")
     capacity: Capacity
     allocated: Resources | None = Field(
@@ -20,6 +43,21 @@ class NodeIn(Strict):
     cpu_load: float = Field(0.0, ge=0.0, le=1.0, description="current cpu load, 0..1")
     cpu_ghz: float = Field(1.0, gt=0.0, description="cpu speed, GHz")
     state: NodeState = NodeState.up
+
+    def queue_names(self) -> tuple[str, tuple[str, ...]]:
+        """(the queue it is listed under, every queue it serves when more than one, sorted):
+        `queue` if given, else the first of `queues`."""
+        if not self.queues:
+            return self.queue, ()
+        primary = self.queue if "queue" in self.model_fields_set else self.queues[0]
+        every = tuple(sorted(set(self.queues)))
+        return primary, every if len(every) > 1 else ()
+
+    def queue_conflict(self) -> str | None:
+        """Why `queue` and `queues` disagree (None: they do not)."""
+        if self.queues and "queue" in self.model_fields_set and self.queue not in self.queues:
+            return f"queue {self.queue!r} is not one of queues {self.queues}"
+        return None
 
 
 class NodeAllocIn(Strict):
@@ -36,3 +74,13 @@ class RunningJobIn(Strict):
     start_time: Time = Field(..., description="epoch seconds")
     walltime_s: float = Field(..., gt=0, le=TIME_BOUND, description="walltime estimate, seconds")
     migrated: bool = False
+
+
+class WindowIn(Strict):
+    """A maintenance window or advance reservation: its nodes take nothing from start to end."""
+
+    id: Id = Field(..., min_length=1)
+    nodes: list[Annotated[Id, Field(min_length=1)]] = Field(..., min_length=1, max_length=MAX_NODES,
+                                                            description="node ids it covers")
+    start: Time = Field(..., description="epoch seconds")
+    end: Time = Field(..., description="epoch seconds, after `start`")

@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from schemas.cluster import NodeIn, RunningJobIn
-from schemas.common import NodeState, Strict
+from schemas.cluster import NodeIn, RunningJobIn, WindowIn
+from schemas.common import MAX_COUNT, NodeState, Strict
 
 EXAMPLE_PUT = {
     "nodes": [
@@ -33,6 +33,9 @@ class ClusterPut(Strict):
 
     nodes: list[NodeIn] = Field(..., min_length=1)
     running: list[RunningJobIn] = Field(default_factory=list)
+    windows: list[WindowIn] = Field(default_factory=list, max_length=MAX_COUNT,
+                                    description="maintenance windows / "
+                                    "advance reservations")
 
 
 class JobStarted(Strict):
@@ -61,7 +64,18 @@ class NodeStateChanged(Strict):
     state: NodeState
 
 
-Change = Annotated[JobStarted | JobEnded | NodeAdded | NodeRemoved | NodeStateChanged,
+class WindowAdded(Strict):
+    op: Literal["window_added"] = "window_added"
+    window: WindowIn
+
+
+class WindowRemoved(Strict):
+    op: Literal["window_removed"] = "window_removed"
+    window_id: str = Field(..., min_length=1)
+
+
+Change = Annotated[JobStarted | JobEnded | NodeAdded | NodeRemoved | NodeStateChanged | WindowAdded
+                   | WindowRemoved,
                    Field(discriminator="op")]
 
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from schemas.cluster import NodeIn, RunningJobIn
+from schemas.cluster import NodeIn, RunningJobIn, WindowIn
 from schemas.common import (
     MAX_COUNT,
     MAX_CPU,
@@ -30,8 +30,14 @@ class PendingJobIn(Strict):
     nodes: int = Field(1, ge=1, le=MAX_NODES, description="number of nodes")
     cpu: int = Field(1, ge=1, le=MAX_CPU, description="cpu cores per node")
     mem_mib: int = Field(0, ge=0, le=MAX_MEM_MIB, description="memory per node, MiB")
+    mem_mib_per_cpu: int | None = Field(
+        None, ge=0, le=MAX_MEM_MIB,
+        description="memory per cpu, MiB (Slurm's --mem-per-cpu): per node, `cpu` times this "
+        "(at most the bound of `mem_mib`); instead of `mem_mib`")
     gpu: int = Field(0, ge=0, le=MAX_GPU, description="gpus per node")
     walltime_s: float = Field(..., gt=0, le=TIME_BOUND, description="walltime estimate, seconds")
+    exclusive: bool = Field(False, description="whole nodes: only an idle node holds it, and it "
+                            "takes every cpu, all memory and every gpu of each node it gets")
     priority: float = Field(0.0, description="preset priority Y agreed with the administrator")
     user_priority: float = 0.0
     queue_priority: float = 0.0
@@ -86,6 +92,10 @@ class ScheduleRequest(Strict):
         description="a cluster cached by PUT /clusters/{id}, instead of `nodes`/`running`")
     nodes: list[NodeIn] | None = Field(None, min_length=1, description="the inline snapshot's nodes")
     running: list[RunningJobIn] = Field(default_factory=list)
+    windows: list[WindowIn] = Field(
+        default_factory=list, max_length=MAX_COUNT,
+        description="maintenance windows / advance reservations: nothing starts or is reserved on "
+        "their nodes over them; with `cluster_id`, added to the cached ones")
     pending: list[PendingJobIn] = Field(default_factory=list)
     policy: PolicySpec = Field(default_factory=EasyPolicy)
     examine: Literal["index", "all"] | None = Field(

@@ -50,6 +50,14 @@ class Node:
     cpu_load: float = 0.0
     cpu_ghz: float = 1.0
     state: NodeState = NodeState.UP
+    weight: int = 1  # preference, lower first (Slurm's node weight)
+    # every queue it serves when more than one (overlapping partitions), sorted; () = just `queue`
+    queues: tuple[str, ...] = ()
+
+    @property
+    def serves(self) -> tuple[str, ...]:
+        """Every queue it serves."""
+        return self.queues or (self.queue,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +98,23 @@ class Job:
     # the reservation a previous pass gave it (start, nodes); conservative never plans it later
     promise_start: float | None = None
     promise_nodes: tuple[str, ...] = ()
+    # whole nodes: only an idle node holds it, and it takes all of each node it gets; `demand` is
+    # then the least a node must have
+    exclusive: bool = False
 
     @property
     def demand(self) -> Triple:
         return (self.cpu, self.mem_mib, self.gpu)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A maintenance window or advance reservation: its nodes hold nothing over [start, end)."""
+
+    id: str
+    node_ids: tuple[str, ...]
+    start: float
+    end: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +148,7 @@ class Snapshot:
     # the nodes and running holdings as arrays, kept current by a caller that decides many times
     # over one machine (the replay); when set, it is read instead of `nodes` and `running`'s holdings
     columns: NodeColumns | None = None
+    windows: tuple[Window, ...] = ()  # nodes they name that the snapshot lacks are left out
 
 
 @dataclass(frozen=True, slots=True)

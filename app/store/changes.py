@@ -17,8 +17,9 @@ Loc = tuple[str | int, ...]
 
 def node_from_wire(n: NodeIn) -> Node:
     """A node as cached: nothing allocated until its running jobs say so (`allocated` is not kept)."""
-    return Node(n.id, n.queue, (n.capacity.cpu, n.capacity.mem_mib, n.capacity.gpu), (0, 0, 0),
-                frozenset(n.labels), n.cpu_load, n.cpu_ghz, NodeState(n.state.value))
+    queue, queues = n.queue_names()
+    return Node(n.id, queue, (n.capacity.cpu, n.capacity.mem_mib, n.capacity.gpu), (0, 0, 0),
+                frozenset(n.labels), n.cpu_load, n.cpu_ghz, NodeState(n.state.value), n.weight, queues)
 
 
 def job_from_wire(r: RunningJobIn) -> RunningJob:
@@ -34,6 +35,9 @@ def apply_patch(edit: Edit, patch: ClusterPatch) -> None:
         elif isinstance(change, JobEnded):
             _end(edit, change.job_id, loc)
         elif isinstance(change, NodeAdded):
+            why = change.node.queue_conflict()
+            if why is not None:
+                raise InputError.single((*loc, "node", "queue"), why, "not_in_queues")
             if edit.node(change.node.id) is not None:
                 raise InputError.single((*loc, "node", "id"), f"node {change.node.id!r} exists", "duplicate")
             edit.set_node(change.node.id, NodeRec(node_from_wire(change.node), []))
