@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot
+from dataclasses import replace
+
+from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, Window
 
 NOW = 6000.0
 
 
 def node(nid: str, cpu: int = 4, mem: int = 8192, gpu: int = 0, *, queue: str = "q",
          alloc: tuple[int, int, int] | None = None, labels: tuple[str, ...] = (),
-         state: NodeState = NodeState.UP, load: float = 0.0, ghz: float = 2.0) -> Node:
-    return Node(nid, queue, (cpu, mem, gpu), alloc or (0, 0, 0), frozenset(labels), load, ghz,
-                state)
+         state: NodeState = NodeState.UP, load: float = 0.0, ghz: float = 2.0, weight: int = 1,
+         queues: tuple[str, ...] = ()) -> Node:
+    """`queues`: every queue it serves when more than one (`queue` is then the first)."""
+    return Node(nid, queues[0] if queues else queue, (cpu, mem, gpu), alloc or (0, 0, 0),
+                frozenset(labels), load, ghz, state, weight, tuple(sorted(queues)))
 
 
 def running(jid: str, holds: dict[str, tuple[int, int, int]], end: float, *, queue: str = "q",
@@ -25,7 +29,12 @@ def job(jid: str, submit: float, walltime: float, *, nodes: int = 1, cpu: int = 
                **kw)  # type: ignore[arg-type]
 
 
-def snapshot(nodes: list[Node], run: list[RunningJob], now: float = NOW) -> Snapshot:
+def window(wid: str, nodes: tuple[str, ...], start: float, end: float) -> Window:
+    return Window(wid, nodes, start, end)
+
+
+def snapshot(nodes: list[Node], run: list[RunningJob], now: float = NOW,
+             windows: tuple[Window, ...] = ()) -> Snapshot:
     """Nodes' alloc is filled in from the running jobs unless a node sets its own."""
     held: dict[str, list[int]] = {}
     for rj in run:
@@ -35,8 +44,7 @@ def snapshot(nodes: list[Node], run: list[RunningJob], now: float = NOW) -> Snap
                 acc[r] += d[r]
     filled = [
         n if n.alloc != (0, 0, 0) or n.id not in held
-        else Node(n.id, n.queue, n.cap, tuple(held[n.id]), n.labels, n.cpu_load,  # type: ignore[arg-type]
-                  n.cpu_ghz, n.state)
+        else replace(n, alloc=tuple(held[n.id]))
         for n in nodes
     ]
-    return Snapshot(now, tuple(filled), tuple(run))
+    return Snapshot(now, tuple(filled), tuple(run), windows=windows)

@@ -25,6 +25,8 @@ def check_decision(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int 
     problems += _never_fits(snap, jobs, d, queue_of)
     problems += _migrated_rank(jobs, d, queue_of)
     problems += _times(snap, jobs, d, grain)
+    problems += _windows(snap, jobs, d, grain)
+    problems += _exclusive_alone(snap, jobs, d, grain)
     return problems
 
 
@@ -64,8 +66,8 @@ def _eligibility(snap: Snapshot, jobs: Sequence[Job], d: Decision,
             n = nodes[nid]
             if n.state != NodeState.UP:
                 out.append(f"{jid}: placed on {nid} which is {n.state}")
-            if n.queue != queue_of[jid]:
-                out.append(f"{jid}: placed on {nid} of queue {n.queue}, not {queue_of[jid]}")
+            if queue_of[jid] not in n.serves:
+                out.append(f"{jid}: placed on {nid} of queue {'/'.join(n.serves)}, not {queue_of[jid]}")
             if not job.labels <= n.labels:
                 out.append(f"{jid}: node {nid} lacks labels {set(job.labels - n.labels)}")
     return out
@@ -74,7 +76,12 @@ def _eligibility(snap: Snapshot, jobs: Sequence[Job], d: Decision,
 def _usage(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> dict[str, Usage]:
     """Every holding the decision implies, per node, over [start, end)."""
     by_id = {j.id: j for j in jobs}
+    nodes = {n.id: n for n in snap.nodes}
     use: dict[str, Usage] = defaultdict(list)
+
+    def takes(job: Job, nid: str) -> tuple[int, int, int]:  # a whole-node job takes it all
+        return nodes[nid].cap if job.exclusive else job.demand
+
     for rj in snap.running:
         end = release_time(rj.end_time, snap.now, grain)
         for nid, amount in rj.alloc:
@@ -83,10 +90,10 @@ def _usage(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> dict
         job = by_id[s.job_id]
         end = release_time(snap.now + job.walltime_s, snap.now, grain)
         for nid in s.node_ids:
-            use[nid].append((snap.now, end, job.demand, s.job_id))
+            use[nid].append((snap.now, end, takes(job, nid), s.job_id))
     for r in d.reservations:
         for nid in r.node_ids:
-            use[nid].append((r.start_time, r.end_time, by_id[r.job_id].demand, r.job_id))
+            use[nid].append((r.start_time, r.end_time, takes(by_id[r.job_id], nid), r.job_id))
     return use
 
 
@@ -156,7 +163,7 @@ class _NodeTable:
 
     def _mask(self, kind: str, value: str) -> np.ndarray:
         if (kind, value) not in self._masks:
-            has = [(n.queue == value) if kind == "queue" else (value in n.labels) for n in self.nodes]
+            has = [(value in n.serves) if kind == "queue" else (value in n.labels) for n in self.nodes]
             self._masks[kind, value] = np.array(has, dtype=bool)
         return self._masks[kind, value]
 
@@ -216,4 +223,49 @@ def _times(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> list
     for s in d.starts:
         if s.kind == StartKind.BACKFILL and s.queue not in reserved_queues:
             out.append(f"{s.job_id}: a backfill in queue {s.queue}, which holds no reservation")
+    return out
+def _placements(snap: Snapshot, jobs: Sequence[Job], d: Decision,
+                grain: int) -> list[tuple[str, tuple[str, ...], float, float]]:
+    """(job, nodes, start, end) of every start and reservation; a start ends when its walltime is
+    over (unaligned), a reservation at its end."""
+    by_id = {j.id: j for j in jobs}
+    out = [(s.job_id, s.node_ids, snap.now, snap.now + by_id[s.job_id].walltime_s) for s in d.starts]
+    out += [(r.job_id, r.node_ids, r.start_time, r.end_time) for r in d.reservations]
+    return out
+
+
+def _windows(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> list[str]:
+    """No start or reservation overlaps a maintenance window on any of its nodes."""
+    out = []
+    for jid, node_ids, start, end in _placements(snap, jobs, d, grain):
+        for w in snap.windows:
+            if w.end <= snap.now or not (start < w.end and w.start < end):
+                continue
+            for nid in set(node_ids) & set(w.node_ids):
+                out.append(f"{jid}: on {nid} over [{start}, {end}), into window {w.id} "
+                           f"[{w.start}, {w.end})")
+    return out
+
+
+def _exclusive_alone(snap: Snapshot, jobs: Sequence[Job], d: Decision, grain: int) -> list[str]:
+    """A whole-node job shares none of its nodes, at any instant of its run, with another job
+    (running, started or reserved) or with usage no job explains."""
+    by_id = {j.id: j for j in jobs}
+    use = _usage(snap, jobs, d, grain)
+    nodes = {n.id: n for n in snap.nodes}
+    out = []
+    for jid, node_ids, start, end in _placements(snap, jobs, d, grain):
+        if not by_id[jid].exclusive:
+            continue
+        for nid in node_ids:
+            others = sorted(h[3] for h in use[nid] if h[3] != jid and h[0] < end and start < h[1])
+            if others:
+                out.append(f"{jid} (whole nodes) shares {nid} with {others}")
+            explained = [0, 0, 0]
+            for rj in snap.running:
+                for rn, amount in rj.alloc:
+                    if rn == nid:
+                        explained = [a + b for a, b in zip(explained, amount, strict=True)]
+            if list(nodes[nid].alloc) != explained:  # that usage lasts: the node is never idle
+                out.append(f"{jid} (whole nodes) is placed on {nid}, which has usage no job explains")
     return out

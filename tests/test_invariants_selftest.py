@@ -22,7 +22,7 @@ from app.sched.model import (
     Summary,
 )
 from app.sched.registry import decide
-from tests.builders import NOW, job, node, running, snapshot
+from tests.builders import NOW, job, node, running, snapshot, window
 from tests.invariants import _capacity, _usage, check_decision
 from tests.sched.test_contract import params_for
 from tests.strategies import snapshots_and_jobs
@@ -131,3 +131,54 @@ def test_numpy_capacity_check_equals_the_plain_scan(case, extra) -> None:  # noq
              for m in (re.match(r"node (?P<node>\S+) over-committed at (?P<t>\S+): .* by (?P<who>\[.*\])$", p)
                        for p in _capacity(snap, jobs, d, 60))}
     assert found == _plain_capacity(snap, jobs, d, 60)
+
+
+# overlapping queues, a whole-node job, a maintenance window on n2 over [NOW+600, NOW+1200)
+SNAP2 = snapshot([node("n1", queues=("q", "r")), node("n2"), node("n3", queue="r")], [],
+                 windows=(window("w", ("n2",), NOW + 600, NOW + 1200),))
+JOBS2 = [job("E", 1, 600, exclusive=True), job("F", 2, 600), job("G", 3, 600, queue="r"),
+         job("H", 4, 3600)]
+PRIOS2 = tuple(PriorityInfo(j.id, 0.0, i + 1, {}) for i, j in enumerate(JOBS2))
+
+
+def decision2(**kw: object) -> Decision:
+    base = Decision(
+        starts=(Start("E", ("n1",), StartKind.START, "q", NOW + 600),
+                Start("F", ("n2",), StartKind.START, "q", NOW + 600),
+                Start("G", ("n3",), StartKind.START, "r", NOW + 600)),
+        reservations=(Reservation("H", ("n2",), "q", NOW + 1200, NOW + 4800),),
+        migrations=(), pending=(), priorities=PRIOS2, summary=SUMMARY,
+    )
+    return dataclasses.replace(base, **kw)
+
+
+def test_the_sound_decision_with_windows_passes() -> None:
+    """A job ending as a window starts, a reservation after it, a whole node alone: sound."""
+    assert check_decision(SNAP2, JOBS2, decision2()) == []
+
+
+BROKEN2 = [
+    ("start runs into a window",
+     {"starts": (Start("E", ("n1",), StartKind.START, "q", NOW + 600),
+                 Start("H", ("n2",), StartKind.START, "q", NOW + 3600),
+                 Start("G", ("n3",), StartKind.START, "r", NOW + 600)),
+      "reservations": (Reservation("F", ("n2",), "q", NOW + 1200, NOW + 1800),)}, "into window w"),
+    ("reservation overlaps a window",
+     {"reservations": (Reservation("H", ("n2",), "q", NOW + 900, NOW + 4500),)}, "into window w"),
+    ("whole-node job shares its node",
+     {"starts": (Start("E", ("n1",), StartKind.START, "q", NOW + 600),
+                 Start("F", ("n2",), StartKind.START, "q", NOW + 600),
+                 Start("G", ("n1",), StartKind.START, "r", NOW + 600))}, "(whole nodes) shares n1"),
+    ("start on a node not serving its queue",
+     {"starts": (Start("E", ("n1",), StartKind.START, "q", NOW + 600),
+                 Start("F", ("n3",), StartKind.START, "q", NOW + 600),
+                 Start("G", ("n3",), StartKind.START, "r", NOW + 600))}, "of queue r, not q"),
+]
+
+
+@pytest.mark.parametrize(("change", "expected"), [b[1:] for b in BROKEN2],
+                         ids=[b[0] for b in BROKEN2])
+def test_checker_catches_window_queue_and_whole_node_breaks(change: dict, expected: str) -> None:  # type: ignore[type-arg]
+    """Each broken decision yields a violation that names the problem."""
+    problems = check_decision(SNAP2, JOBS2, decision2(**change))
+    assert any(expected in p for p in problems), problems

@@ -21,7 +21,7 @@ from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
-from app.sched.timeline import INF, Profile, align_up, release_time, run_starts
+from app.sched.timeline import INF, Demand, Profile, align_up, release_time, run_starts
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
@@ -126,26 +126,39 @@ class BackfillPass:
             nodes = np.asarray(index, dtype=np.int64)
             start = max(job.promise_start, self.now)
             end = align_up(start + job.walltime_s, self.grain)
-            if not self.profile.holds_over(nodes, job.demand, start, end).all():
+            need = self._need(job, nodes)
+            if not self.profile.holds_over(nodes, need, start, end).all():
                 continue  # the slot is gone (a node down, a job overran): plan it afresh
-            self.profile.book_many(nodes, start, end, job.demand)
+            self.profile.book_many(nodes, start, end, need)
             self.promised[job.id] = (nodes, start, end)
 
     def _may_use(self, job: Job, x: int) -> bool:
         c = self.cluster
-        return bool(c.usable[x]) and c.queue_of[x] == job.queue and job.labels <= c.labels[x]
+        return bool(c.usable[x]) and job.queue in c.serves[x] and job.labels <= c.labels[x]
+
+    def _need(self, job: Job, nodes: np.ndarray) -> Demand:
+        """What the job takes on each of `nodes`: its demand, or each node's capacity for a
+        whole-node job."""
+        return self.cluster.cap[:, nodes] if job.exclusive else job.demand
 
     def _release_promise(self, job: Job) -> tuple[np.ndarray, float, float] | None:
         held = self.promised.pop(job.id, None)
         if held is not None:
             nodes, start, end = held
-            c, m, g = job.demand
-            self.profile.book_many(nodes, start, end, (-c, -m, -g))
+            need = self._need(job, nodes)
+            if isinstance(need, np.ndarray):
+                self.profile.book_many(nodes, start, end, -need)
+            else:
+                c, m, g = need
+                self.profile.book_many(nodes, start, end, (-c, -m, -g))
         return held
 
     def _one(self, job: Job) -> None:
         if self.budget.check() is not None:  # past the decision's budget: looked at next cycle
             self._wait(job, Reason.not_evaluated, self.budget.detail())
+            return
+        if job.exclusive:
+            self._one_whole(job)
             return
         if not self.promised:  # (a promise must be given back first)
             stuck = self.stuck.get((job.queue, job.labels, job.cpu, job.mem_mib, job.gpu))
@@ -174,6 +187,47 @@ class BackfillPass:
                 ids = self._ids(nodes)
                 self.out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
 
+    def _one_whole(self, job: Job) -> None:
+        """`_one` for a job that takes whole nodes: it starts only on nodes idle until it ends.
+        None of the shortcuts of `_one` applies (they count nodes with a demand free, not idle)."""
+        promise = self._release_promise(job) if self.promised else None
+        elig = self.cluster.eligible(job.queue, job.labels)
+        self.out.examined.add(elig.key)
+        never = self._never_reason(elig, job.demand, job.nodes)
+        if never is not None:
+            self._wait(job, never, _never_detail(job, never))
+        elif job.queue in self.stopped:
+            self._wait(job, Reason.priority, f"behind job {self.stopped[job.queue]} in its queue")
+        else:
+            nodes, idle_now = self._start_whole(job, elig)
+            if nodes is None:
+                self._reserve_or_wait(job, elig, promise, idle_now)
+            else:
+                kind = StartKind.BACKFILL if self.reserved_in.get(job.queue) else StartKind.START
+                self.out.starts.append(Start(job.id, self._ids(nodes), kind, job.queue,
+                                             self.now + job.walltime_s))
+
+    def _start_whole(self, job: Job, elig: Eligible) -> tuple[np.ndarray | None, bool]:
+        """(the nodes a whole-node job starts on, or None; whether enough nodes are idle now,
+        bookings aside): eligible nodes whose capacity holds its demand, idle now and with no
+        booking taking anything before it ends, in the selector's order."""
+        nodes = self.cluster.nodes_of(elig)
+        cap = self.cluster.cap[:, nodes]
+        idle = np.ones(len(nodes), dtype=bool)
+        for r in range(3):
+            idle &= (self.profile.free[r][nodes] >= cap[r]) & (cap[r] >= job.demand[r])
+        cand = nodes[idle]
+        if len(cand) < job.nodes:
+            return None, False
+        release = release_time(self.now + job.walltime_s, self.now, self.grain)
+        ranked = self.selector.order(self.view, cand, job.demand, len(cand))
+        ok = self.profile.holds_over(ranked, self.cluster.cap[:, ranked], self.now, release)
+        chosen = ranked[ok][: job.nodes]
+        if len(chosen) < job.nodes:
+            return None, True
+        self.profile.start(chosen, self.cluster.cap[:, chosen], release)
+        return chosen, True
+
     def _reserve_or_wait(self, job: Job, elig: Eligible,
                          promise: tuple[np.ndarray, float, float] | None, fits_free: bool) -> None:
         """A job that cannot start now reserves, if the policy and its queue's depth allow it,
@@ -182,7 +236,7 @@ class BackfillPass:
         depth_left = self.reserved_in.get(queue, 0) < self.depth
         if not (depth_left and self.rules.may_reserve(job) and self._reserve(job, elig, promise)):
             if fits_free:
-                self._wait(job, Reason.blocked_by_reservation, "fits now, but would delay a reservation")
+                self._wait(job, Reason.blocked_by_reservation, _blocked_detail(self.profile))
             else:
                 self._wait(job, *(self.short_reasons.get(queue) or self._short_reason(queue)))
         if self.rules.stop_at_block:
@@ -381,16 +435,18 @@ class BackfillPass:
             done, chunk = done + chunk, 2 * chunk
         return elig.nodes(np.array([p])) if found else doubtful[:0]
 
-    def _note_take(self, nodes: np.ndarray, start: float, end: float, d: tuple[int, int, int]) -> None:
+    def _note_take(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
         """Remember the booking of d on `nodes` over [start, end) where it starts earliest."""
         if end <= max(start, self.now):  # an empty booking takes nothing
             return
         if self.take_start is None:
             self.take_start = np.full(len(self.cluster), INF)
             self.room = self.cluster.cap.copy()
-        first = nodes[self.take_start[nodes] > start]
+        earlier = self.take_start[nodes] > start
+        first = nodes[earlier]
         self.take_start[first] = start
-        self.room[:, first] = self.cluster.cap[:, first] - np.array(d, dtype=np.int64)[:, None]
+        amount = d[:, earlier] if isinstance(d, np.ndarray) else np.array(d, dtype=np.int64)[:, None]
+        self.room[:, first] = self.cluster.cap[:, first] - amount
 
     def _reserve(self, job: Job, elig: Eligible,
                  promise: tuple[np.ndarray, float, float] | None = None) -> bool:
@@ -402,8 +458,9 @@ class BackfillPass:
         start, nodes = found
         end = align_up(start + job.walltime_s, self.grain)
         hold_from = self.now if self.rules.reserve_from_now else start
-        self.profile.book_many(nodes, hold_from, end, job.demand)
-        self._note_take(nodes, hold_from, end, job.demand)
+        need = self._need(job, nodes)
+        self.profile.book_many(nodes, hold_from, end, need)
+        self._note_take(nodes, hold_from, end, need)
         ids = self._ids(nodes)
         self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
         self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1
@@ -411,10 +468,13 @@ class BackfillPass:
 
     def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
         """The earliest time `job.nodes` eligible nodes hold the job, and those nodes."""
+        if job.exclusive:
+            return self._earliest_whole(job, elig)
         if self.rules.one_reservation_per_node:  # booked nodes are out; the rest only grow
             times = self.profile.first_cover(elig, job.demand)
             nodes = self.cluster.nodes_of(elig)
             times[self.profile.booked[nodes]] = INF
+            self._exact_where_blocked(job, nodes, times)
         else:
             times, nodes = self._earliest_times(job, elig)
         found = self._common_start(job, nodes, times)
@@ -423,6 +483,25 @@ class BackfillPass:
             times = self.profile.earliest(elig, job.demand, job.walltime_s)
             found = self._common_start(job, nodes, times)
         return found
+
+    def _exact_where_blocked(self, job: Job, nodes: np.ndarray, times: np.ndarray) -> None:
+        """Exact earliest starts, in place, for the unreserved nodes a maintenance window blocks
+        (their free resources do not only grow: the first instant covered may not last)."""
+        if self.profile.any_window:
+            doubt = np.flatnonzero(np.isfinite(times) & (self.profile.first_booking[nodes] < INF))
+            if len(doubt):
+                times[doubt] = self.profile.earliest_of(nodes[doubt], job.demand, job.walltime_s)
+
+    def _earliest_whole(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:
+        """`_earliest_nodes` for a whole-node job: when each eligible node able to hold its demand
+        is idle for its whole run."""
+        nodes = self.cluster.nodes_of(elig)
+        cap = self.cluster.cap[:, nodes]
+        times = self.profile.earliest(elig, cap, job.walltime_s)
+        times[(cap < np.array(job.demand, dtype=np.int64)[:, None]).any(axis=0)] = INF
+        if self.rules.one_reservation_per_node:
+            times[self.profile.booked[nodes]] = INF
+        return self._common_start(job, nodes, times)
 
     def _common_start(
         self, job: Job, nodes: np.ndarray, times: np.ndarray
@@ -522,12 +601,19 @@ class BackfillPass:
         if job.nodes > 1 and self.profile.any_booking:  # else no node is booked before the end
             recheck = np.flatnonzero(ok & (self.profile.first_booking[nodes] < end))
             if len(recheck):
-                ok[recheck] = self.profile.holds_over(nodes[recheck], job.demand, t, end)
+                ok[recheck] = self.profile.holds_over(
+                    nodes[recheck], self._need(job, nodes[recheck]), t, end)
         pos = np.flatnonzero(ok)
         if len(pos) < job.nodes:
             return None
         best = pos[np.lexsort((pos, -times[pos]))][: job.nodes]
         return np.sort(nodes[best])
+
+
+def _blocked_detail(profile: Profile) -> str:
+    if profile.any_window:
+        return "fits now, but would delay a reservation or run into a maintenance window"
+    return "fits now, but would delay a reservation"
 
 
 def _never_detail(job: Job, reason: Reason) -> str:

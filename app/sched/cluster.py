@@ -1,4 +1,6 @@
-"""The snapshot as numpy arrays, nodes sorted by (queue, id) so a queue is one contiguous slice.
+"""The snapshot as numpy arrays, nodes sorted by (queue, weight, id) so a queue is one contiguous
+slice, in node order (lower weight first, then id). When some node serves several queues
+(overlapping partitions), nodes are sorted by (weight, id) and each queue is an index array instead.
 
 Built once per decision from the records, unless the snapshot carries them already as `NodeColumns`
 (a caller deciding many times over one machine keeps those current in place). Eligibility
@@ -14,7 +16,7 @@ from itertools import chain
 
 import numpy as np
 
-from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, WholeCluster
+from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, WholeCluster, Window
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
 FEW_TYPES = 8  # node types taken out one at a time before sorting the rest (_capacity_types)
@@ -44,7 +46,8 @@ Held = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, end times, (3,
 
 @dataclass(slots=True)
 class NodeColumns:
-    """The nodes as arrays in (queue, id) order, and what the running jobs hold on them.
+    """The nodes as arrays in (queue, weight, id) order ((weight, id) when queues overlap), and what
+    the running jobs hold on them.
 
     A caller that decides many times over one machine (the replay) builds this once, then changes
     only `alloc` and `held` between calls, so no decision rebuilds it from records. `cap`, `alloc`:
@@ -58,13 +61,14 @@ class NodeColumns:
     pos: dict[str, int]
     queue_of: list[str]
     labels: list[frozenset[str]]
-    queues: dict[str, slice]
+    queues: dict[str, slice | np.ndarray]  # each queue's nodes: a slice, or indices when they overlap
     cap: np.ndarray
     alloc: np.ndarray
     usable: np.ndarray
     cpu_load: np.ndarray
     cpu_ghz: np.ndarray
     held: Held
+    serves: list[tuple[str, ...]] = field(default_factory=list)  # every queue of each node
     eligible: dict[tuple[str, frozenset[str]], Eligible] = field(default_factory=dict)
     cap_types: dict[tuple[str, frozenset[str]], list[tuple[int, int, int, int, int]]] = field(
         default_factory=dict)
@@ -74,22 +78,28 @@ class NodeColumns:
 
     @classmethod
     def of(cls, nodes: Sequence[Node], running: Sequence[RunningJob]) -> NodeColumns:
-        nodes = sorted(nodes, key=lambda n: (n.queue, n.id))
+        overlap = any(n.queues for n in nodes)
+        if overlap:
+            nodes = sorted(nodes, key=lambda n: (n.weight, n.id))
+        else:
+            nodes = sorted(nodes, key=lambda n: (n.queue, n.weight, n.id))
         ids = [n.id for n in nodes]
         pos = {nid: i for i, nid in enumerate(ids)}
         queue_of = [n.queue for n in nodes]
+        serves = [n.serves for n in nodes]
         return cls(
             ids=ids,
             pos=pos,
             queue_of=queue_of,
             labels=[n.labels for n in nodes],
-            queues=_queue_slices(queue_of),
+            queues=_queue_members(serves) if overlap else _queue_slices(queue_of),
             cap=_triples([n.cap for n in nodes]),
             alloc=_triples([n.alloc for n in nodes]),
             usable=np.array([n.state == NodeState.UP for n in nodes], dtype=bool),
             cpu_load=np.array([n.cpu_load for n in nodes], dtype=np.float64),
             cpu_ghz=np.array([n.cpu_ghz for n in nodes], dtype=np.float64),
             held=_held(running, pos),
+            serves=serves,
         )
 
 
@@ -107,6 +117,15 @@ def _queue_slices(queue_of: list[str]) -> dict[str, slice]:
             out[queue_of[start]] = slice(start, i)
             start = i
     return out
+
+
+def _queue_members(serves: list[tuple[str, ...]]) -> dict[str, slice | np.ndarray]:
+    """Each queue's nodes, ascending, when a node may serve several."""
+    out: dict[str, list[int]] = {}
+    for x, queues in enumerate(serves):
+        for q in queues:
+            out.setdefault(q, []).append(x)
+    return {q: np.array(xs, dtype=np.int64) for q, xs in sorted(out.items())}
 
 
 def _held(running: Sequence[RunningJob], pos: dict[str, int]) -> Held:
@@ -140,10 +159,17 @@ class ClusterIndex:
             cols = NodeColumns.of(snapshot.nodes, snapshot.running)
         self.ids, self.pos, self.queue_of, self.labels = cols.ids, cols.pos, cols.queue_of, cols.labels
         self.queues = cols.queues
+        self.serves = cols.serves or [(q,) for q in cols.queue_of]
         self.cap, self.alloc, self.usable = cols.cap, cols.alloc, cols.usable
         self.cpu_load, self.cpu_ghz = cols.cpu_load, cols.cpu_ghz
         self.held = cols.held
         self.whole: WholeCluster | None = snapshot.whole
+        # maintenance windows on the snapshot's nodes: those in progress hold each node's whole
+        # capacity until their end, like a running job; the later ones, (nodes, start, end) each
+        self.window_now: Held | None = None
+        self.windows_ahead: list[tuple[np.ndarray, float, float]] = []
+        if snapshot.windows:
+            self._windows(snapshot.windows, snapshot.now)
         self.nodes_total = len(self.ids) if snapshot.whole is None else snapshot.whole.nodes
         self._eligible = cols.eligible
         self._cap_types = cols.cap_types
@@ -152,6 +178,22 @@ class ClusterIndex:
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def _windows(self, windows: Sequence[Window], now: float) -> None:
+        xs: list[int] = []
+        ends: list[float] = []
+        for w in windows:
+            nodes = [x for nid in w.node_ids if (x := self.pos.get(nid)) is not None]
+            if not nodes or w.end <= now:
+                continue
+            if w.start <= now:
+                xs += nodes
+                ends += [w.end] * len(nodes)
+            else:
+                self.windows_ahead.append((np.array(sorted(set(nodes)), dtype=np.int64), w.start, w.end))
+        if xs:
+            at = np.array(xs, dtype=np.int64)
+            self.window_now = (at, np.array(ends, dtype=np.float64), self.cap[:, at])
 
     def eligible(self, queue: str, labels: frozenset[str]) -> Eligible:
         key = (queue, labels)
@@ -176,6 +218,9 @@ class ClusterIndex:
     def _make_eligible(self, key: tuple[str, frozenset[str]]) -> Eligible:
         queue, labels = key
         sl = self.queues.get(queue, slice(0, 0))
+        if not isinstance(sl, slice):  # the queue's nodes are spread out (overlapping queues)
+            idx = [i for i in sl.tolist() if labels <= self.labels[i]]
+            return Eligible(key, slice(0, 0), np.array(idx, dtype=np.int64))
         if not labels:
             return Eligible(key, sl, None)
         idx = [i for i in range(sl.start, sl.stop) if labels <= self.labels[i]]
@@ -186,6 +231,10 @@ class ClusterIndex:
         free = self.cap - self.alloc
         if not np.logical_and.reduce(self.usable):  # the mask costs more than this test
             free[:, ~self.usable] = NEG
+        if self.window_now is not None:  # a window in progress holds the whole node
+            xs, _, amounts = self.window_now
+            for r in range(3):
+                np.subtract.at(free[r], xs, amounts[r])
         return free
 
     def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:

@@ -1,7 +1,9 @@
 """Multi-queue load balancing by job migration (algorithms.md §2, seed 000 step S2).
 
 Queue load L_k is the dominant share (largest of the cpu, mem and gpu ratios) of what is allocated
-on the queue's usable nodes over their capacity. A job moves only when it does not fit in its own
+on the queue's usable nodes over their capacity. A node serving several queues (overlapping
+partitions) counts, capacity and use, in each of them: each queue's load is how busy its own nodes
+are, whoever keeps them busy. A job moves only when it does not fit in its own
 queue now, and only to a queue that has usable nodes able to run it; migrated jobs rank below the
 target queue's own jobs (see order.rank).
 
@@ -57,6 +59,8 @@ class QueueFacts:
         elig = self.cluster.eligible(job.queue, job.labels)
         free = elig.take(self.free.T).T
         ok = (free >= np.asarray(job.demand)[:, None]).all(axis=0)
+        if job.exclusive:  # whole nodes: only an idle node holds it
+            ok &= (free >= elig.take(self.cluster.cap.T).T).all(axis=0)
         return int(ok.sum()) >= job.nodes
 
 
@@ -142,10 +146,10 @@ def _remaining_work(
             x = facts.cluster.pos.get(node_id)
             if x is None:
                 continue
-            q = facts.cluster.queue_of[x]
-            cap = facts.cap[q]
-            share = max((d[r] / cap[r] for r in range(3) if cap[r] > 0), default=0.0)
-            work[q] += share * left
+            for q in facts.cluster.serves[x]:  # a node of several queues is busy for each
+                cap = facts.cap[q]
+                share = max((d[r] / cap[r] for r in range(3) if cap[r] > 0), default=0.0)
+                work[q] += share * left
     return work
 
 

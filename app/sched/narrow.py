@@ -103,7 +103,7 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
 def fits(node: Node, c: DemandClass, room: list[int] | None = None) -> int:
     """How many of the class's per-node demands the node can hold (0: none, or not eligible), in its
     free resources or in `room`."""
-    if node.state != NodeState.UP or node.queue != c.queue or not c.labels <= node.labels:
+    if node.state != NodeState.UP or c.queue not in node.serves or not c.labels <= node.labels:
         return 0
     return _count(c, room if room is not None else [node.cap[r] - node.alloc[r] for r in range(3)])
 

@@ -24,8 +24,12 @@ import numpy as np
 from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
+# what a job takes on each node: one triple for all, or (3, n) amounts, one column per node (a
+# whole-node job takes each node's capacity)
+Demand = Triple | np.ndarray
 Releases = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, times, (3, R) amounts
 Change = tuple[float, float, Triple]  # take d over [t0, t1); t0 <= now: in force from now
+Batch = tuple[float, float, Demand]  # a change recorded for many nodes at once
 Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
 ROW_FLUSH_LIMIT = 64  # below this many changed nodes, folding rows one by one beats a rebuild
@@ -70,10 +74,11 @@ class Profile:
         self.times = self.cum = np.empty((0, n))
         self.width = 0  # instants in use (the rest is INF padding)
         self.unflushed: dict[int, list[Change]] = {}  # per node, changes not folded in yet
-        self.batches: list[tuple[np.ndarray, Change]] = []  # changes made before the build
+        self.batches: list[tuple[np.ndarray, Batch]] = []  # changes made before the build
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
         self.any_booking = False  # whether anything was booked yet (first_booking all INF until then)
+        self.any_window = False  # whether a maintenance window took anything (see `block`)
 
     # --- questions ------------------------------------------------------------------------------
     def fits_now(self, elig: Eligible, d: Triple) -> np.ndarray:
@@ -87,17 +92,17 @@ class Profile:
             ok &= gpu[cols] >= d[2]
         return ok
 
-    def earliest(self, elig: Eligible, d: Triple, walltime_s: float) -> np.ndarray:
+    def earliest(self, elig: Eligible, d: Demand, walltime_s: float) -> np.ndarray:
         """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
         self._flush_eligible(elig)
         return self._earliest(_columns(elig), d, walltime_s)
 
-    def earliest_of(self, nodes: np.ndarray, d: Triple, walltime_s: float) -> np.ndarray:
+    def earliest_of(self, nodes: np.ndarray, d: Demand, walltime_s: float) -> np.ndarray:
         """`earliest` for the given node indices."""
         self._flush_rows(nodes)
         return self._earliest(nodes, d, walltime_s)
 
-    def _earliest(self, cols: Columns, d: Triple, walltime_s: float) -> np.ndarray:
+    def _earliest(self, cols: Columns, d: Demand, walltime_s: float) -> np.ndarray:
         w = self.width
         times = self.times[:w, cols]
         covers = self._covers(w, cols, d)
@@ -111,7 +116,7 @@ class Profile:
         nodes = np.arange(len(k))
         return np.where(feasible[k, nodes], times[k, nodes], INF)
 
-    def first_cover(self, elig: Eligible, d: Triple, head: int | None = None) -> np.ndarray:
+    def first_cover(self, elig: Eligible, d: Demand, head: int | None = None) -> np.ndarray:
         """Per eligible node, the first instant it has d free. Exact for nodes never booked,
         whose free amounts only grow from now on; a lower bound for the others.
 
@@ -122,11 +127,11 @@ class Profile:
         w = self.width if head is None else min(head, self.width)
         return self._first_cover(_columns(elig), d, w)
 
-    def first_cover_of(self, nodes: np.ndarray, d: Triple) -> np.ndarray:
+    def first_cover_of(self, nodes: np.ndarray, d: Demand) -> np.ndarray:
         self._flush_rows(nodes)
         return self._first_cover(nodes, d, self.width)
 
-    def _first_cover(self, cols: Columns, d: Triple, w: int) -> np.ndarray:
+    def _first_cover(self, cols: Columns, d: Demand, w: int) -> np.ndarray:
         covers, times = self._covers(w, cols, d), self.times[:w, cols]
         if w <= MASKED_MIN_WIDTH:  # a node's instants only grow: its first covered one is the least
             found = np.where(covers, times, INF).min(axis=0)
@@ -146,7 +151,7 @@ class Profile:
         last = np.isfinite(times).sum(axis=0) - 1
         return times[last, np.arange(len(nodes))]
 
-    def holds_over(self, nodes: np.ndarray, d: Triple, t: float, end: float) -> np.ndarray:
+    def holds_over(self, nodes: np.ndarray, d: Demand, t: float, end: float) -> np.ndarray:
         """For each of `nodes`, whether it holds d over the whole of [t, end)."""
         self._flush_rows(nodes)
         w = self.width  # past it every instant is INF: nothing there overlaps [t, end)
@@ -165,8 +170,14 @@ class Profile:
         c, m, g = self.cum[:, k, x].tolist()
         return (c, m, g)
 
-    def _covers(self, w: int, cols: Columns, d: Triple) -> np.ndarray:
-        """(w, n): whether each of the first w instants of the nodes `cols` covers d."""
+    def _covers(self, w: int, cols: Columns, d: Demand) -> np.ndarray:
+        """(w, n): whether each of the first w instants of the nodes `cols` covers d (one column
+        of d per node when d is an array)."""
+        if isinstance(d, np.ndarray):
+            ok = self.cum[0][:w, cols] >= d[0]
+            ok &= self.cum[1][:w, cols] >= d[1]
+            ok &= self.cum[2][:w, cols] >= d[2]
+            return ok
         ok = self.cum[0][:w, cols] >= d[0]
         for r in (1, 2):
             if d[r] > 0:
@@ -174,8 +185,13 @@ class Profile:
         return ok
 
     # --- changes --------------------------------------------------------------------------------
-    def start(self, nodes: np.ndarray, d: Triple, release: float) -> None:
+    def start(self, nodes: np.ndarray, d: Demand, release: float) -> None:
         """Occupy d on each of `nodes` (distinct) from now until `release`."""
+        if isinstance(d, np.ndarray):
+            for r in range(3):
+                self.free[r][nodes] -= d[r]
+            self._record(nodes, (self.now, release, d))
+            return
         at = int(nodes[0]) if len(nodes) == 1 else nodes  # one node: scalar updates are cheaper
         for r in range(3):
             if d[r]:
@@ -189,19 +205,33 @@ class Profile:
         self.first_booking[x] = min(self.first_booking[x], start)
         self.any_booking = True
 
-    def book_many(self, nodes: np.ndarray, start: float, end: float, d: Triple) -> None:
+    def book_many(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
         """Reserve d on each of `nodes` over [start, end)."""
-        self._record(nodes, (start, end, d))
+        self._take(nodes, start, end, d)
         self.booked[nodes] = True
+
+    def block(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
+        """Take d from each of `nodes` over [start, end) without reserving the nodes: a
+        maintenance window (`booked`, which says a node holds a reservation, stays as it was)."""
+        self._take(nodes, start, end, d)
+        self.any_window = True
+
+    def _take(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
+        self._record(nodes, (start, end, d))
         np.minimum.at(self.first_booking, nodes, start)
         self.any_booking = True
 
-    def _record(self, nodes: np.ndarray, change: Change) -> None:
+    def _record(self, nodes: np.ndarray, change: Batch) -> None:
+        t0, t1, d = change
         if self.sources is not None:  # no matrix yet: the build takes the whole batch at once
             self.batches.append((nodes, change))
-            return
-        for x in nodes.tolist():
-            self.unflushed.setdefault(x, []).append(change)
+        elif isinstance(d, np.ndarray):  # one amount per node
+            for i, x in enumerate(nodes.tolist()):
+                c, m, g = d[:, i].tolist()
+                self.unflushed.setdefault(x, []).append((t0, t1, (c, m, g)))
+        else:
+            for x in nodes.tolist():
+                self.unflushed.setdefault(x, []).append(change)
 
     def _build(self) -> None:
         """Build the matrices from the releases and every change recorded so far, in one go."""
@@ -223,17 +253,20 @@ class Profile:
         amounts: list[np.ndarray] = []
         for nodes, (t0, t1, d) in self.batches:
             k = len(nodes)
-            d_col = np.array(d, dtype=np.int64)[:, None]
+            if isinstance(d, np.ndarray):  # one amount per node
+                each = d.astype(np.int64, copy=False)
+            else:
+                each = np.broadcast_to(np.array(d, dtype=np.int64)[:, None], (3, k))
             if t0 <= self.now:
                 for r in range(3):  # a node may repeat across batches, or in a promise's list
-                    np.subtract.at(base[r], nodes, d[r])
+                    np.subtract.at(base[r], nodes, each[r])
             else:
                 xs.append(nodes)
                 ts.append(np.full(k, t0))
-                amounts.append(np.broadcast_to(-d_col, (3, k)))
+                amounts.append(-each)
             xs.append(nodes)
             ts.append(np.full(k, t1))
-            amounts.append(np.broadcast_to(d_col, (3, k)))
+            amounts.append(each)
         self.batches = []
         return (np.concatenate(xs).astype(np.int64, copy=False), np.concatenate(ts),
                 np.concatenate(amounts, axis=1))

@@ -6,7 +6,10 @@ params type. Everything pass-local is created inside `decide` and dropped after.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+
+import numpy as np
 
 from app.errors import InputError
 from app.sched.backfill import BackfillPass, PassResult, PassRules
@@ -17,7 +20,7 @@ from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind,
 from app.sched.order import ScoreAll, Scored, fcfs_scores, priority_infos, rank
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
-from app.sched.timeline import Profile, Releases, release_times
+from app.sched.timeline import Profile, Releases, align_up, release_times
 
 
 class BasePolicy:
@@ -48,6 +51,8 @@ class BasePolicy:
         cluster = ClusterIndex(snapshot)
         balanced = self._balance(cluster, snapshot, pending)
         profile = Profile(cluster.free_now(), _releases(cluster, now, grain), now, grain)
+        if cluster.windows_ahead:
+            _block_windows(cluster, profile, grain)
         view = NodeView(cluster, profile, self.params.evaluation)
         ranked = rank(self.scorer(cluster, view)(balanced.jobs, now))
         depth = self.params.queue_depth
@@ -71,9 +76,22 @@ class BasePolicy:
 
 
 def _releases(cluster: ClusterIndex, now: float, grain: int) -> Releases:
-    """Every running job's per-node holding, released at its (grain-aligned) expected end."""
+    """Every running job's per-node holding, released at its (grain-aligned) expected end; so is
+    a maintenance window in progress (what it holds: the whole node)."""
     xs, ends, amounts = cluster.held
+    if cluster.window_now is not None:
+        wx, wends, wamounts = cluster.window_now
+        xs, ends = np.concatenate((xs, wx)), np.concatenate((ends, wends))
+        amounts = np.concatenate((amounts, wamounts), axis=1)
     return xs, release_times(ends, now, grain), amounts
+
+
+def _block_windows(cluster: ClusterIndex, profile: Profile, grain: int) -> None:
+    """Each later maintenance window takes its nodes' whole capacity, from its start (down to the
+    grain) to its end (up to the grain): no start, backfill or reservation runs into it."""
+    for nodes, start, end in cluster.windows_ahead:
+        t0 = max(profile.now, math.floor(start / grain) * grain)
+        profile.block(nodes, float(t0), align_up(end, grain), cluster.cap[:, nodes])
 
 
 def _decision(
