@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from app.convert import check_snapshot, promise_errors, shape_errors, snapshot_from_wire
+from app.convert import check_snapshot, promise_errors, shape_errors, snapshot_from_wire, window_errors
 from app.errors import ErrorDetail, InputError
 from app.sched.model import Snapshot
+from schemas.cluster import WindowIn
 from schemas.clusters import ClusterPut
 from schemas.schedule import PendingJobIn, ScheduleRequest
 
@@ -28,14 +29,18 @@ def checked(state: ClusterPut, where: tuple[str, ...] = ("body",)) -> Snapshot:
 
 def check_pending(pending: list[PendingJobIn], total_nodes: int,
                   known_nodes: Callable[[list[str]], Collection[str]],
-                  running: Callable[[list[str]], Collection[str]]) -> None:
-    """The pending jobs' cross checks against a cached cluster: duplicate ids, a job also running,
-    a promise on an unknown node, more nodes than the cluster has. `known_nodes` / `running` say
-    which of the ids given exist."""
-    errors: list[ErrorDetail] = []
+                  running: Callable[[list[str]], Collection[str]],
+                  windows: list[WindowIn] | None = None) -> None:
+    """The pending jobs' and the request's windows' cross checks against a cached cluster:
+    duplicate ids, a job also running, a promise or a window on an unknown node, more nodes than
+    the cluster has, a window ending before it starts. `known_nodes` / `running` say which of the
+    ids given exist."""
+    windows = windows or []
     seen: set[str] = set()
     busy = set(running([p.id for p in pending]))
-    nodes = set(known_nodes(sorted({n for p in pending for n in p.promised_nodes})))
+    asked = {n for p in pending for n in p.promised_nodes} | {n for w in windows for n in w.nodes}
+    nodes = set(known_nodes(sorted(asked)))
+    errors = window_errors(windows, ("body", "windows"), nodes)
     for i, p in enumerate(pending):
         loc = ("body", "pending", i)
         if p.id in seen or p.id in busy:

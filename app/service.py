@@ -9,7 +9,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from app.clusters import check_pending, checked
-from app.convert import check_snapshot, decision_dict, job_from_wire, params_from_wire, snapshot_from_wire
+from app.convert import (
+    check_snapshot,
+    decision_dict,
+    job_from_wire,
+    params_from_wire,
+    snapshot_from_wire,
+    window_from_wire,
+)
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
 from app.convert_sim import result_to_wire, workload_from_wire
 from app.errors import ClusterUnknownError, NotFoundError, StoreUnavailableError
@@ -23,6 +30,7 @@ from app.store.changes import apply_patch
 from app.store.index import ClusterCache, IndexSource, Keys
 from app.store.kv import MemoryKv, Tx
 from app.store.plans import PlanStore
+from schemas.cluster import WindowIn
 from schemas.clusters import ClusterOut, ClusterPatch, ClusterPut, PartitionOut
 from schemas.dag import DagPlanRequest, DagPlanResponse
 from schemas.schedule import BudgetIn, ScheduleRequest, ScheduleResponse
@@ -107,7 +115,7 @@ def _index_of(req: ScheduleRequest, clusters: ClusterCache | None, tenant: str) 
         return _needs(clusters), _key(tenant, req.cluster_id)
     snapshot, _ = snapshot_from_wire(req, check_snapshot(req))
     cache = ClusterCache(MemoryKv())
-    cache.put("inline", snapshot.nodes, snapshot.running)
+    cache.put("inline", snapshot.nodes, snapshot.running, snapshot.windows)
     return cache, "inline"
 
 
@@ -115,19 +123,32 @@ def _narrowed(tx: Tx, k: Keys, req: ScheduleRequest, rules: NarrowRules,
               queues: str | None) -> tuple[int, Snapshot, list[Job], int]:
     src = IndexSource(tx, k)
     check_pending(req.pending, tx.hlen(k.node), lambda ids: src.nodes(ids).keys(),
-                  lambda ids: [j.id for j in src.running(ids)])
+                  lambda ids: [j.id for j in src.running(ids)], _request_windows(req))
     jobs = [job_from_wire(p) for p in req.pending]
     narrowed = narrow(src, jobs, rules, src.queues() if queues else None)
-    return src.version, src.snapshot(req.now, narrowed), jobs, narrowed.examined
+    return src.version, _with_windows(src.snapshot(req.now, narrowed), req), jobs, narrowed.examined
+
+
+def _request_windows(req: ScheduleRequest) -> list[WindowIn]:
+    """The request's own windows when the snapshot is a cached one (an inline snapshot's are
+    already in it)."""
+    return req.windows if req.cluster_id is not None else []
+
+
+def _with_windows(snapshot: Snapshot, req: ScheduleRequest) -> Snapshot:
+    """The cached cluster's windows and the request's own, together."""
+    extra = tuple(window_from_wire(w) for w in _request_windows(req))
+    return replace(snapshot, windows=snapshot.windows + extra) if extra else snapshot
 
 
 def _cached_whole(cache: ClusterCache, key: str, req: ScheduleRequest
                   ) -> tuple[int, Snapshot, list[Job]]:
-    version, nodes, running = cache.whole(key)
+    version, nodes, running, windows = cache.whole(key)
     ids = {n.id for n in nodes}
     check_pending(req.pending, len(nodes), lambda x: ids.intersection(x),
-                  lambda x: {r.id for r in running}.intersection(x))
-    return version, Snapshot(req.now, tuple(nodes), tuple(running)), [job_from_wire(p) for p in req.pending]
+                  lambda x: {r.id for r in running}.intersection(x), req.windows)
+    snapshot = Snapshot(req.now, tuple(nodes), tuple(running), windows=tuple(windows))
+    return version, _with_windows(snapshot, req), [job_from_wire(p) for p in req.pending]
 
 
 def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: int,

@@ -6,10 +6,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.errors import ErrorDetail, InputError
-from app.sched.model import Node, NodeState, RunningJob
+from app.sched.model import Node, NodeState, RunningJob, Window
 from app.store.index import Edit, NodeRec
-from schemas.cluster import NodeIn, RunningJobIn
-from schemas.clusters import ClusterPatch, JobEnded, JobStarted, NodeAdded, NodeRemoved
+from schemas.cluster import NodeIn, RunningJobIn, WindowIn
+from schemas.clusters import (
+    ClusterPatch,
+    JobEnded,
+    JobStarted,
+    NodeAdded,
+    NodeRemoved,
+    WindowAdded,
+    WindowRemoved,
+)
 
 RES = ("cpu", "mem_mib", "gpu")
 Loc = tuple[str | int, ...]
@@ -41,6 +49,12 @@ def apply_patch(edit: Edit, patch: ClusterPatch) -> None:
             if edit.node(change.node.id) is not None:
                 raise InputError.single((*loc, "node", "id"), f"node {change.node.id!r} exists", "duplicate")
             edit.set_node(change.node.id, NodeRec(node_from_wire(change.node), []))
+        elif isinstance(change, WindowAdded):
+            _add_window(edit, change.window, loc)
+        elif isinstance(change, WindowRemoved):
+            if edit.window(change.window_id) is None:
+                raise InputError.single((*loc, "window_id"), f"no window {change.window_id!r}", "unknown")
+            edit.set_window(change.window_id, None)
         elif isinstance(change, NodeRemoved):
             rec = _existing(edit, change.node_id, loc)
             if rec.jobs:
@@ -51,6 +65,25 @@ def apply_patch(edit: Edit, patch: ClusterPatch) -> None:
             rec = _existing(edit, change.node_id, loc)
             edit.set_node(change.node_id, NodeRec(replace(rec.node, state=NodeState(change.state.value)),
                                                   rec.jobs))
+
+
+def _add_window(edit: Edit, w: WindowIn, loc: Loc) -> None:
+    errors: list[ErrorDetail] = []
+    if edit.window(w.id) is not None:
+        errors.append(ErrorDetail((*loc, "window", "id"), f"window {w.id!r} exists", "duplicate"))
+    if w.end <= w.start:
+        errors.append(ErrorDetail((*loc, "window", "end"), f"end {w.end} is not after start {w.start}",
+                                  "empty_window"))
+    seen: set[str] = set()
+    for k, nid in enumerate(w.nodes):
+        if edit.node(nid) is None or nid in seen:
+            what = "unknown node" if nid not in seen else "node listed twice:"
+            errors.append(ErrorDetail((*loc, "window", "nodes", k), f"{what} {nid!r}",
+                                      "unknown_node" if nid not in seen else "duplicate"))
+        seen.add(nid)
+    if errors:
+        raise InputError(errors)
+    edit.set_window(w.id, Window(w.id, tuple(w.nodes), w.start, w.end))
 
 
 def _existing(edit: Edit, nid: str, loc: Loc) -> NodeRec:

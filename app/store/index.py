@@ -10,7 +10,11 @@ inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:
   node moves only when `should_move` says so (hysteresis);
 - `e:[queue]` sorted sets: running jobs by expected end;
 - `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
-  and each queue's load are known without reading the nodes.
+  and each queue's load are known without reading the nodes;
+- `win` hash: one field per maintenance window (its nodes, start, end).
+A node serving several queues (overlapping partitions) is a member of each queue's partitions, counts
+in each queue's types and totals, and a running job is in the `e:` set of every queue its nodes serve
+(its end frees room for each of them).
 
 A PUT writes a new generation piece by piece (nobody reads it yet; every key expires unless
 switched to), then switches `meta` to it in one small transaction that makes it permanent, and
@@ -35,7 +39,16 @@ from typing import TypeVar, cast
 import numpy as np
 
 from app.errors import ClusterBehindError, ClusterUnknownError, StoreUnavailableError, VersionConflictError
-from app.sched.model import CapacityType, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster
+from app.sched.model import (
+    CapacityType,
+    Node,
+    NodeState,
+    RunningJob,
+    Snapshot,
+    Triple,
+    WholeCluster,
+    Window,
+)
 from app.sched.narrow import Bucket, Narrowed
 from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
 from app.sched.selectors.fragment import fragment_scores
@@ -61,7 +74,7 @@ class Keys:
         self.gen = gen
         self.ns = f"{self.root}g{gen}:"
         self.node, self.job, self.pos, self.keys = (self.ns + s for s in ("node", "job", "pos", "keys"))
-        self.types, self.qtot = self.ns + "types", self.ns + "qtot"
+        self.types, self.qtot, self.win = self.ns + "types", self.ns + "qtot", self.ns + "win"
         self._parts: dict[tuple[str, str, Bucket], str] = {}
         return self
 
@@ -76,7 +89,7 @@ class Keys:
         return self.ns + "e:" + json.dumps(queue)
 
     def fixed(self) -> list[str]:
-        return [self.node, self.job, self.pos, self.keys, self.types, self.qtot]
+        return [self.node, self.job, self.pos, self.keys, self.types, self.qtot, self.win]
 
 
 # --- records --------------------------------------------------------------------------------------
@@ -92,13 +105,28 @@ _compact = json.JSONEncoder(separators=(",", ":")).encode  # one encoder, not on
 def encode_node(r: NodeRec) -> str:
     n = r.node
     return _compact([n.queue, sorted(n.labels), n.cap, n.alloc, n.cpu_load, n.cpu_ghz, n.state.value,
-                     r.jobs])
+                     r.jobs, n.weight, n.queues])
 
 
 def decode_node(nid: str, raw: str) -> NodeRec:
-    q, labels, cap, alloc, load, ghz, state, jobs = json.loads(raw)
-    return NodeRec(Node(nid, q, tuple(cap), tuple(alloc), frozenset(labels), load, ghz, NodeState(state)),
-                   jobs)
+    q, labels, cap, alloc, load, ghz, state, jobs, *more = json.loads(raw)
+    weight, queues = more if more else (1, [])  # a record written before weights and queues
+    return NodeRec(Node(nid, q, tuple(cap), tuple(alloc), frozenset(labels), load, ghz, NodeState(state),
+                        weight, tuple(queues)), jobs)
+
+
+def encode_window(w: Window) -> str:
+    return _compact([list(w.node_ids), w.start, w.end])
+
+
+def decode_window(wid: str, raw: str) -> Window:
+    nodes, start, end = json.loads(raw)
+    return Window(wid, tuple(nodes), start, end)
+
+
+def end_queues(job: RunningJob, serves: Callable[[str], Sequence[str]]) -> list[str]:
+    """The queues whose `e:` set lists the job: its own, and every queue its nodes serve."""
+    return sorted({job.queue}.union(*(serves(nid) for nid, _ in job.alloc)))
 
 
 def encode_job(j: RunningJob) -> str:
@@ -120,8 +148,10 @@ def _type_fields(kind: tuple[str, tuple[str, ...], Triple, bool]) -> list[str]:
     return [json.dumps([*base, "any"]), *([json.dumps([*base, "up"])] if up else [])]
 
 
-def _kind(n: Node) -> tuple[str, tuple[str, ...], Triple, bool]:
-    return n.queue, tuple(sorted(n.labels)), n.cap, n.state == NodeState.UP
+def _kinds(n: Node) -> list[tuple[str, tuple[str, ...], Triple, bool]]:
+    """The node's capacity type in each queue it serves."""
+    labels, up = tuple(sorted(n.labels)), n.state == NodeState.UP
+    return [(q, labels, n.cap, up) for q in n.serves]
 
 
 class ClusterCache:
@@ -134,12 +164,14 @@ class ClusterCache:
         self.copied_reads = 0  # reads that fell back to an atomic copy (writers kept interleaving)
 
     # --- writes ----------------------------------------------------------------------------------
-    def put(self, key: str, nodes: Sequence[Node], running: Sequence[RunningJob]) -> int:
+    def put(self, key: str, nodes: Sequence[Node], running: Sequence[RunningJob],
+            windows: Sequence[Window] = ()) -> int:
         """Replace the cluster with this snapshot (nodes' alloc = what `running` holds): written as a
         new generation that expires unless switched to, then switched to (and made permanent)."""
         new = Keys(key, uuid.uuid4().hex[:12])
         staged = Writes()
         self._fill(staged, new, nodes, running)
+        staged.hset(new.win, {w.id: encode_window(w) for w in windows})
         written = sorted({op[1] for op in staged.ops})
         try:
             self.kv.bulk(staged.ops, expire_s=STAGING_TTL_S)
@@ -183,8 +215,13 @@ class ClusterCache:
         recs = [NodeRec(n, jobs_on.get(n.id, [])) for n in nodes]
         w.hset(k.node, {r.node.id: encode_node(r) for r in recs})
         w.hset(k.job, {j.id: encode_job(j) for j in running})
-        for q in sorted({j.queue for j in running}):
-            w.zadd(k.ends(q), {j.id: j.end_time for j in running if j.queue == q})
+        serves = {n.id: n.serves for n in nodes}
+        ends: dict[str, dict[str, float]] = {}
+        for j in running:
+            for q in end_queues(j, lambda nid: serves.get(nid, ())):
+                ends.setdefault(q, {})[j.id] = j.end_time
+        for q in sorted(ends):
+            w.zadd(k.ends(q), ends[q])
             w.sadd(k.keys, [k.ends(q)])
         _Writer(w, k, self.rules).place(recs, {})
         _counts(w, k, [], [r.node for r in recs])
@@ -224,12 +261,13 @@ class ClusterCache:
             return int(meta.get("version", 0)), nodes, jobs, _partitions(k, zkeys, sizes, ends)
         return self.read(key, summary_read)
 
-    def whole(self, key: str) -> tuple[int, list[Node], list[RunningJob]]:
-        """(version, every node, every running job): for a pass that examines the whole cluster."""
-        def read(tx: Tx, k: Keys) -> tuple[int, list[Node], list[RunningJob]]:
+    def whole(self, key: str) -> tuple[int, list[Node], list[RunningJob], list[Window]]:
+        """(version, every node, every running job, every window): for a pass that examines the
+        whole cluster."""
+        def read(tx: Tx, k: Keys) -> tuple[int, list[Node], list[RunningJob], list[Window]]:
             nodes = [decode_node(i, raw).node for i, raw in tx.hgetall(k.node).items()]
             running = [decode_job(i, raw) for i, raw in tx.hgetall(k.job).items()]
-            return _version(tx, k), nodes, running
+            return _version(tx, k), nodes, running, windows(tx, k)
         return self.read(key, read)
 
     def read(self, key: str, fn: Callable[[Tx, Keys], T]) -> T:
@@ -302,6 +340,11 @@ def summary_read(tx: Tx, k: Keys) -> tuple[int, int, int, list[tuple[str, int, f
     return _version(tx, k), tx.hlen(k.node), tx.hlen(k.job), parts
 
 
+def windows(tx: Tx, k: Keys) -> list[Window]:
+    """The cluster's maintenance windows, by id."""
+    return [decode_window(i, raw) for i, raw in sorted(tx.hgetall(k.win).items())]
+
+
 def _generation_keys(tx: Tx, k: Keys) -> list[str]:
     """Every key of the generation `k` names (to free once it is replaced)."""
     return [*sorted(tx.smembers(k.keys)), *k.fixed()] if k.gen else []
@@ -352,11 +395,13 @@ def _counts(tx: Tx | Writes, k: Keys, before: list[Node], after: list[Node]) -> 
     totals: Counter[tuple[str, str, int]] = Counter()
     for sign, nodes in ((-1, before), (1, after)):
         for n in nodes:
-            kinds[_kind(n)] += sign
+            for kind in _kinds(n):
+                kinds[kind] += sign
             if n.state == NodeState.UP:
-                for r in range(3):
-                    totals[n.queue, "cap", r] += sign * n.cap[r]
-                    totals[n.queue, "used", r] += sign * n.alloc[r]
+                for q in n.serves:  # each queue counts its nodes
+                    for r in range(3):
+                        totals[q, "cap", r] += sign * n.cap[r]
+                        totals[q, "used", r] += sign * n.alloc[r]
     delta: Counter[str] = Counter()
     for kind, v in kinds.items():
         for f in _type_fields(kind):
@@ -409,7 +454,8 @@ class _Writer:
         if n.state != NodeState.UP:
             return []
         b = capacity_bucket(f)
-        return [self.k.part(n.queue, label, b) for label in sorted(offered_labels(n, f, self.rules))]
+        labels = sorted(offered_labels(n, f, self.rules))
+        return [self.k.part(q, label, b) for q in n.serves for label in labels]
 
 
 class Edit:
@@ -421,6 +467,7 @@ class Edit:
         self.before: dict[str, Node | None] = {}
         self.jobs: dict[str, RunningJob | None] = {}
         self.job_before: dict[str, RunningJob | None] = {}
+        self.windows: dict[str, Window | None] = {}  # changed ones (None: removed)
 
     def node(self, nid: str) -> NodeRec | None:
         if nid not in self.nodes:
@@ -445,6 +492,15 @@ class Edit:
         self.job(jid)
         self.jobs[jid] = job
 
+    def window(self, wid: str) -> Window | None:
+        if wid in self.windows:
+            return self.windows[wid]
+        raw = self.tx.hget(self.k.win, wid)
+        return decode_window(wid, raw) if raw is not None else None
+
+    def set_window(self, wid: str, window: Window | None) -> None:
+        self.windows[wid] = window
+
     def commit(self, rules: PartitionRules) -> None:
         tx, k = self.tx, self.k
         touched = sorted(self.nodes)
@@ -462,19 +518,28 @@ class Edit:
         _Writer(tx, k, rules).place(live, before)
         _counts(tx, k, [n for n in self.before.values() if n is not None], [r.node for r in live])
         self._commit_jobs()
+        tx.hset(k.win, {i: encode_window(w) for i, w in sorted(self.windows.items()) if w is not None})
+        tx.hdel(k.win, sorted(i for i, w in self.windows.items() if w is None))
 
     def _commit_jobs(self) -> None:
         tx, k = self.tx, self.k
         for jid in sorted(self.jobs):
             old, new = self.job_before[jid], self.jobs[jid]
             if old is not None and (new is None or new != old):
-                tx.zrem(k.ends(old.queue), [jid])
+                for q in end_queues(old, self._serves):
+                    tx.zrem(k.ends(q), [jid])
             if new is None:
                 tx.hdel(k.job, [jid] if old is not None else [])
             elif new != old:
                 tx.hset(k.job, {jid: encode_job(new)})
-                tx.zadd(k.ends(new.queue), {jid: new.end_time})
-                tx.sadd(k.keys, [k.ends(new.queue)])
+                for q in end_queues(new, self._serves):
+                    tx.zadd(k.ends(q), {jid: new.end_time})
+                    tx.sadd(k.keys, [k.ends(q)])
+
+    def _serves(self, nid: str) -> tuple[str, ...]:
+        """The queues a node serves (a running job's nodes exist: removing a busy node is refused)."""
+        rec = self.node(nid)
+        return rec.node.serves if rec is not None else ()
 
 
 def _decode_pos(raw: str | None) -> tuple[list[str], Triple] | None:
@@ -548,7 +613,7 @@ class IndexSource:
         chosen = sorted(narrowed.chosen)
         job_ids = sorted({j for nid in chosen for j in self.recs[nid].jobs})
         return Snapshot(now, tuple(self.recs[n].node for n in chosen), tuple(self.running(job_ids)),
-                        self.whole_facts())
+                        self.whole_facts(), windows=tuple(windows(self.tx, self.k)))
 
     def whole_facts(self) -> WholeCluster:
         counts: dict[tuple, list[int]] = {}  # type: ignore[type-arg]

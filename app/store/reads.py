@@ -25,7 +25,7 @@ from sortedcontainers import SortedList
 from app.errors import StoreUnavailableError
 from app.store.kv import MemoryKv
 
-HASHES = ("node", "job", "types", "qtot")  # what a read needs of a generation (not `pos`)
+HASHES = ("node", "job", "types", "qtot", "win")  # what a read needs of a generation (not `pos`)
 LEASE_MS = 5_000  # a reader's lease lapses by itself after this (a reader that died)
 WRITER_WAIT_S = 1.0  # a writer waits this long at most for leased readers, then writes anyway
 
