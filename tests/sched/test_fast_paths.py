@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.sched.cluster import ClusterIndex, NodeColumns
 from app.sched.model import Node, NodeState, Snapshot
-from app.sched.timeline import INF, RADIX_MIN_EVENTS, _by_node_then_time
+from app.sched.timeline import INF, RADIX_MIN_EVENTS, Profile, _by_node_then_time
 
 
 @settings(max_examples=60, deadline=None)
@@ -62,3 +62,55 @@ def test_capacity_counts_match_a_scan(caps, demands, spread) -> None:  # noqa: A
             assert least[3:] == (len(mine), sum(n.state == NodeState.UP for n in mine))
         else:
             assert least == (-1, -1, -1, 0, 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(caps=st.lists(st.tuples(shapes, st.booleans(), st.sets(st.sampled_from("abc"), min_size=1),
+                               st.sampled_from([0, 1, 7])), min_size=1, max_size=40),
+       demands=st.lists(shapes, min_size=1, max_size=4))
+def test_capacity_counts_match_a_scan_when_queues_overlap(caps, demands) -> None:  # noqa: ANN001
+    """With nodes in several queues (each queue an index array) and weights, a queue's counts and
+    least capacity are those of the nodes serving it, which come in (weight, id) order."""
+    nodes = [Node(f"n{i:03d}", sorted(qs)[0], cap, (0, 0, 0),
+                  state=NodeState.UP if up else NodeState.DOWN, weight=w,
+                  queues=tuple(sorted(qs)) if len(qs) > 1 else ())
+             for i, (cap, up, qs, w) in enumerate(caps)]
+    index = ClusterIndex(Snapshot(0.0, tuple(nodes), columns=NodeColumns.of(nodes, ())))
+    for q in "abc":
+        elig = index.eligible(q, frozenset())
+        mine = sorted((n for n in nodes if q in n.serves), key=lambda n: (n.weight, n.id))
+        assert [index.ids[x] for x in index.nodes_of(elig)] == [n.id for n in mine]
+        for d in demands:
+            hold = [n for n in mine if all(c >= v for c, v in zip(n.cap, d, strict=True))]
+            assert index.capacity_counts(elig, d) == (
+                len(hold), sum(n.state == NodeState.UP for n in hold))
+        if mine:
+            assert index.least_capacity(elig)[:3] == tuple(min(n.cap[r] for n in mine) for r in range(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30), bookings=st.integers(0, 12))
+def test_a_demand_per_node_answers_as_each_nodes_own_triple(seed, n, bookings) -> None:  # noqa: ANN001
+    """The profile's per-node demand (whole-node jobs) gives, node by node, what the same question
+    with that node's triple gives: earliest starts, first cover, holding over a window."""
+    rng = np.random.default_rng(seed)
+    cap = rng.integers(1, 9, (3, n)).astype(np.int64)
+    xs = rng.integers(0, n, 2 * n)
+    amounts = np.minimum(rng.integers(0, 3, (3, 2 * n)), 1)
+    ends = 6_000.0 + rng.integers(1, 50, 2 * n) * 60.0
+    profile = Profile(cap - np.zeros_like(cap), (xs, ends, amounts), 6_000.0, 60)
+    for _ in range(bookings):
+        x = rng.integers(0, n, 1)
+        t0 = 6_000.0 + float(rng.integers(0, 60)) * 60
+        profile.block(x, t0, t0 + float(rng.integers(1, 30)) * 60, (1, 0, 0))
+    nodes = np.arange(n)
+    elig = ClusterIndex(Snapshot(0.0, tuple(Node(f"n{i:03d}", "q", (1, 0, 0), (0, 0, 0))
+                                            for i in range(n)))).eligible("q", frozenset())
+    whole = profile.earliest(elig, cap, 1_800.0)
+    over = profile.holds_over(nodes, cap, 6_600.0, 9_000.0)
+    cover = profile.first_cover(elig, cap)
+    for x in range(n):
+        one = (int(cap[0, x]), int(cap[1, x]), int(cap[2, x]))
+        assert whole[x] == profile.earliest_of(np.array([x]), one, 1_800.0)[0]
+        assert over[x] == profile.holds_over(np.array([x]), one, 6_600.0, 9_000.0)[0]
+        assert cover[x] == profile.first_cover_of(np.array([x]), one)[0]
