@@ -200,7 +200,7 @@ def _key(tenant: str, cluster_id: str) -> str:
 
 def put_cluster(cache: ClusterCache, tenant: str, cluster_id: str, state: ClusterPut) -> ClusterOut:
     snapshot = checked(state)
-    version = cache.put(_key(tenant, cluster_id), snapshot.nodes, snapshot.running)
+    version = cache.put(_key(tenant, cluster_id), snapshot.nodes, snapshot.running, snapshot.windows)
     return ClusterOut(cluster_id=cluster_id, version=version, nodes=len(snapshot.nodes),
                       running=len(snapshot.running))
 
