@@ -115,7 +115,7 @@ def _plain_capacity(snap, jobs, d, grain):  # noqa: ANN001, ANN202
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(case=snapshots_and_jobs(), extra=st.lists(st.tuples(st.integers(0, 50), st.integers(0, 50)),
                                                  max_size=6))
 def test_numpy_capacity_check_equals_the_plain_scan(case, extra) -> None:  # noqa: ANN001
