@@ -52,12 +52,14 @@ def test_request_may_ask_for_less() -> None:
 
 
 def test_time_budget_spent_before_the_pass_leaves_every_job_not_evaluated() -> None:
-    """A budget smaller than parsing the body takes: no job is looked at, each says why."""
+    """A budget smaller than parsing the body takes: no job is looked at, each says why, in the
+    order sent; nothing is ranked (no priorities) and no load computed."""
     out = _client().post("/schedule", json=_body("conservative", budget={"time_s": 1e-9})).json()
-    assert out["summary"]["budget"]["hit"] == "time"
-    assert out["starts"] == [] and out["reservations"] == []
+    assert out["summary"]["budget"]["hit"] == "time" and out["summary"]["budget"]["jobs_considered"] == 0
+    assert out["starts"] == [] and out["reservations"] == [] and out["priorities"] == []
+    assert [p["job_id"] for p in out["pending"]] == [j["id"] for j in EXAMPLE["pending"]]
     assert {p["reason"] for p in out["pending"]} == {"not_evaluated"}
-    assert len(out["priorities"]) == 3
+    assert out["summary"]["nodes_total"] == 3 and out["summary"]["queue_load"] == {}
 
 
 @pytest.mark.parametrize("budget, field", [({"time_s": 0}, "time_s"), ({"time_s": 1e6}, "time_s"),
