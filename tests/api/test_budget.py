@@ -4,6 +4,7 @@ smaller budget, the summary saying which limit was hit, and the answer's direct 
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -70,3 +71,16 @@ def test_bad_budget_is_422_naming_the_field(budget: dict, field: str) -> None:
     r = _client().post("/schedule", json=_body(budget=budget))
     assert r.status_code == 422
     assert ["body", "budget", field] in [d["loc"] for d in r.json()["detail"]]
+
+
+def test_asked_to_stop_before_checking_is_503() -> None:
+    """A decision the service was told to stop before it began is a 503 saying to ask again."""
+    from app import service
+    from app.api.raw_body import parse
+    from app.errors import StoppingError
+    from app.sched.budget import Budget
+    from schemas.schedule import ScheduleRequest
+
+    req, _ = parse(ScheduleRequest, json.dumps(_body()).encode())
+    with pytest.raises(StoppingError, match="shutting down"):
+        service.schedule_data(req, budget=Budget(stop=lambda: True))
