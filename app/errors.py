@@ -8,7 +8,8 @@ SchedError                    base, never raised directly
 │   └── ClusterBehindError    409  If-Match ahead of the cache: it lost acknowledged changes (PUT again)
 ├── PayloadTooLargeError      413  body over Settings.max_body_bytes
 ├── UnsupportedMediaTypeError 415  a body that is not declared JSON
-└── StoreUnavailableError     503  the cache store cannot be reached
+├── StoreUnavailableError     503  the cache store cannot be reached
+└── StoppingError             503  the service is shutting down (or the client left) before deciding
 """
 
 from __future__ import annotations
@@ -80,3 +81,7 @@ class ClusterBehindError(VersionConflictError):
 
     type = "cluster_behind"
     loc = ("header", "if-match")
+
+
+class StoppingError(SchedError):
+    """Asked to stop before the decision began: another instance (or this one, restarted) answers."""

@@ -19,7 +19,7 @@ from app.convert import (
 )
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
 from app.convert_sim import result_to_wire, workload_from_wire
-from app.errors import ClusterUnknownError, NotFoundError, StoreUnavailableError
+from app.errors import ClusterUnknownError, NotFoundError, StoppingError, StoreUnavailableError
 from app.sched.budget import Budget
 from app.sched.model import Job, Snapshot
 from app.sched.narrow import NarrowRules, narrow
@@ -74,7 +74,12 @@ def schedule_data(req: ScheduleRequest, parse_ms: float = 0.0, clusters: Cluster
     """Check the request, decide, and report where the time went. With a `cluster_id` the snapshot
     comes from the cache; the starts decided are not applied to it (the resource manager confirms
     them with a PATCH, so the cache mirrors what really runs). With `examine: index` the pass sees
-    only the candidates the index finds, and `nodes_examined` counts the node records it read."""
+    only the candidates the index finds, and `nodes_examined` counts the node records it read.
+    Asked to stop before the checks begin (shutting down), it answers 503 rather than spend seconds
+    checking a deep queue nobody will be decided on; past the checks, the budget answers."""
+    if budget is not None and budget.stop():
+        raise StoppingError("the service is shutting down: ask again (another instance, or this one "
+                            "once restarted)")
     t0 = time.perf_counter()
     name, params = params_from_wire(req.policy)
     examine = req.examine or ("all" if req.cluster_id is None else "index")

@@ -15,6 +15,7 @@ from app.errors import (
     NotFoundError,
     PayloadTooLargeError,
     SchedError,
+    StoppingError,
     StoreUnavailableError,
     UnsupportedMediaTypeError,
     VersionConflictError,
@@ -29,6 +30,7 @@ STATUS: dict[type[SchedError], int] = {
     PayloadTooLargeError: 413,
     UnsupportedMediaTypeError: 415,
     StoreUnavailableError: 503,
+    StoppingError: 503,
 }
 
 

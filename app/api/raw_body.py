@@ -31,7 +31,8 @@ NOT_FOUND_CLUSTER: dict[int | str, dict[str, Any]] = {
 }
 UNAVAILABLE: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorBody, "description": "The cluster cache (Redis) cannot be reached, or this "
-                                             "service has none"},
+                                             "service has none; or the service is shutting down: "
+                                             "ask again"},
 }
 
 

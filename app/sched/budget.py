@@ -8,9 +8,11 @@ every time. Past the budget, the jobs not looked at are reported `not_evaluated`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+
+from app.sched.model import Decision, Job, Pending, Reason, Snapshot, Summary
 
 INF = float("inf")
 
@@ -63,11 +65,34 @@ class Budget:
                 self.considered += 1
         return self.hit
 
+    def spent(self) -> bool:
+        """Whether the time is up or a stop was asked for already (before the pass looks at any job)."""
+        if self.hit is None:
+            if self.stop():
+                self.hit = BudgetHit.stopped
+            elif self.deadline != INF and self.clock() >= self.deadline:
+                self.hit = BudgetHit.time
+        return self.hit is not None
+
     def detail(self) -> str:
         """Why a job past the budget was not looked at."""
         if self.hit == BudgetHit.jobs:
             return f"past the budget of {self.max_jobs} jobs this pass may look at"
         if self.hit == BudgetHit.time:
-            return f"past the time budget of {self.time_s:g} s of this decision"
+            within = f" of {self.time_s:g} s" if self.time_s is not None else ""
+            return f"past the time budget{within} of this decision"
         return "the decision was stopped early (the service is shutting down or the client left)"
 
+
+
+def unevaluated(snapshot: Snapshot, pending: Sequence[Job], budget: Budget) -> Decision:
+    """The answer when the budget was spent before the pass began (parsing and checking a very deep
+    queue can take it all): every job `not_evaluated`, in the order given, and nothing ranked, scored
+    or balanced (`priorities` and `queue_load` empty), which would cost seconds more at 10^5 jobs."""
+    detail = budget.detail()
+    waiting = tuple([Pending(j.id, j.queue, Reason.not_evaluated, None, detail) for j in pending])
+    total = snapshot.whole.nodes if snapshot.whole is not None else len(snapshot.nodes)
+    summary = Summary(started=0, backfilled=0, reserved=0, migrated=0, pending=len(waiting),
+                      not_evaluated=len(waiting), nodes_total=total, nodes_examined=0, queue_load={},
+                      budget_hit=budget.hit, jobs_considered=0)
+    return Decision((), (), (), waiting, (), summary)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from app.sched.budget import Budget
+from app.sched.budget import Budget, unevaluated
 from app.sched.collector import rare_collections
 from app.sched.dag import best
 from app.sched.dag.critical import critical_path
@@ -43,6 +43,8 @@ def decide(
     """The one scheduling function: every caller (HTTP, simulator, bench) goes through here.
     `budget` bounds the pass's work (none: every job is looked at, up to the queue depth)."""
     params_type, policy_type = POLICIES[policy]
+    if budget is not None and budget.spent():
+        return unevaluated(snapshot, pending, budget)
     with rare_collections():
         policy_obj = policy_type(params if params is not None else params_type())
         return policy_obj.decide(snapshot, pending, budget)

@@ -4,6 +4,7 @@ smaller budget, the summary saying which limit was hit, and the answer's direct 
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -52,12 +53,14 @@ def test_request_may_ask_for_less() -> None:
 
 
 def test_time_budget_spent_before_the_pass_leaves_every_job_not_evaluated() -> None:
-    """A budget smaller than parsing the body takes: no job is looked at, each says why."""
+    """A budget smaller than parsing the body takes: no job is looked at, each says why, in the
+    order sent; nothing is ranked (no priorities) and no load computed."""
     out = _client().post("/schedule", json=_body("conservative", budget={"time_s": 1e-9})).json()
-    assert out["summary"]["budget"]["hit"] == "time"
-    assert out["starts"] == [] and out["reservations"] == []
+    assert out["summary"]["budget"]["hit"] == "time" and out["summary"]["budget"]["jobs_considered"] == 0
+    assert out["starts"] == [] and out["reservations"] == [] and out["priorities"] == []
+    assert [p["job_id"] for p in out["pending"]] == [j["id"] for j in EXAMPLE["pending"]]
     assert {p["reason"] for p in out["pending"]} == {"not_evaluated"}
-    assert len(out["priorities"]) == 3
+    assert out["summary"]["nodes_total"] == 3 and out["summary"]["queue_load"] == {}
 
 
 @pytest.mark.parametrize("budget, field", [({"time_s": 0}, "time_s"), ({"time_s": 1e6}, "time_s"),
@@ -68,3 +71,16 @@ def test_bad_budget_is_422_naming_the_field(budget: dict, field: str) -> None:
     r = _client().post("/schedule", json=_body(budget=budget))
     assert r.status_code == 422
     assert ["body", "budget", field] in [d["loc"] for d in r.json()["detail"]]
+
+
+def test_asked_to_stop_before_checking_is_503() -> None:
+    """A decision the service was told to stop before it began is a 503 saying to ask again."""
+    from app import service
+    from app.api.raw_body import parse
+    from app.errors import StoppingError
+    from app.sched.budget import Budget
+    from schemas.schedule import ScheduleRequest
+
+    req, _ = parse(ScheduleRequest, json.dumps(_body()).encode())
+    with pytest.raises(StoppingError, match="shutting down"):
+        service.schedule_data(req, budget=Budget(stop=lambda: True))

@@ -88,7 +88,8 @@ def _answer(sock: socket.socket) -> tuple[int, dict]:
 def test_sigterm_stops_the_decision_in_flight_and_the_service(
         server: tuple[subprocess.Popen[bytes], int]) -> None:
     """SIGTERM mid-decision: the client still gets its answer (the jobs not looked at are
-    not_evaluated, the budget says `stopped`), and the process exits."""
+    not_evaluated, the budget says `stopped`; on a machine so busy that the body was still being
+    parsed, a 503 saying the service is shutting down), and the process exits."""
     proc, port = server
     sock = _send(port, long_decision())
     t0 = time.monotonic()
@@ -97,6 +98,9 @@ def test_sigterm_stops_the_decision_in_flight_and_the_service(
     sock.close()
     assert proc.wait(timeout=120) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
     print(f"shutdown took {time.monotonic() - t0:.2f} s")
+    if status == 503:
+        assert "shutting down" in out["detail"][0]["msg"]
+        return
     assert status == 200
     budget = out["summary"]["budget"]
     assert budget["hit"] == "stopped" and budget["jobs_considered"] < 5000

@@ -48,19 +48,19 @@ def _looked_at(d) -> list[str]:  # noqa: ANN001
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_time_budget_stops_the_pass_with_a_fake_clock(name: str) -> None:
-    """A deadline of 10.5 clock steps: 10 jobs are looked at, the other 20 are not_evaluated, and the
-    same clock gives the same decision every time."""
+    """A deadline of 11.5 clock steps (one reading to start, one before the pass, one per job): 10
+    jobs are looked at, the other 20 are not_evaluated, and the same clock gives the same decision."""
     snap, jobs = _busy_queue()
     runs = []
     for _ in range(2):
-        budget = Budget.starting_now(FakeClock(), time_s=10.5)  # start reading: t=1, deadline 11.5
+        budget = Budget.starting_now(FakeClock(), time_s=11.5)  # start reading: t=1, deadline 12.5
         runs.append((decide(snap, jobs, name, None, budget), budget))
     (d, budget), (again, _) = runs
     assert d == again
     assert d.summary.budget_hit == BudgetHit.time and budget.considered == d.summary.jobs_considered == 10
     skipped = [p for p in d.pending if p.reason == Reason.not_evaluated]
     assert len(skipped) == d.summary.not_evaluated == 20
-    assert all("time budget of 10.5 s" in p.detail for p in skipped)
+    assert all("time budget of 11.5 s" in p.detail for p in skipped)
     assert check_decision(snap, jobs, d) == []
 
 
@@ -99,7 +99,7 @@ def test_every_policy_keeps_its_invariants_under_a_cap(name, case, common, cap) 
 def test_stop_flag_ends_the_pass_at_the_next_job() -> None:
     """A stop asked for mid-pass (shutdown, client gone) leaves the rest not_evaluated."""
     snap, jobs = _busy_queue()
-    asked = iter([False] * 5 + [True] * 100)
+    asked = iter([False] * 6 + [True] * 100)  # one look before the pass, then one per job
     d = decide(snap, jobs, "conservative", None, Budget(stop=lambda: next(asked)))
     assert d.summary.budget_hit == BudgetHit.stopped and d.summary.jobs_considered == 5
     assert d.summary.not_evaluated == 25
@@ -111,3 +111,19 @@ def test_no_budget_looks_at_every_job() -> None:
     d = decide(snap, jobs, "easy")
     assert d.summary.budget_hit is None and d.summary.jobs_considered == 30
     assert d.summary.not_evaluated == 0
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_a_budget_spent_before_the_pass_answers_without_ranking(name: str) -> None:
+    """Past the deadline before the pass begins (or asked to stop): every job not_evaluated in the
+    order given, nothing ranked, no job looked at."""
+    snap, jobs = _busy_queue()
+    late = Budget(FakeClock(), deadline=0.5)
+    d = decide(snap, jobs, name, None, late)
+    assert [p.job_id for p in d.pending] == [j.id for j in jobs]
+    assert {p.reason for p in d.pending} == {Reason.not_evaluated}
+    assert d.priorities == () and d.starts == () and d.reservations == ()
+    assert d.summary.budget_hit == BudgetHit.time and d.summary.jobs_considered == 0
+    assert d.summary.nodes_total == 3 and d.summary.not_evaluated == 30
+    stopped = decide(snap, jobs, name, None, Budget(stop=lambda: True))
+    assert stopped.summary.budget_hit == BudgetHit.stopped and len(stopped.pending) == 30
