@@ -76,6 +76,11 @@ class ReadyPool:
         """Tasks made ready, with their rows of `base` and t_d (len(tasks) × G)."""
         if not tasks:
             return
+        if len(tasks) == 1 and not self.blocked and self.hi < 4 * BLOCK:  # the common case, cheaply
+            p = self._take(tasks[0])
+            self.task[p], self.base[:, p], self.td[:, p] = tasks[0], base[0], td[0]
+            self.mdl[:, p] = base[0] - np.maximum(td[0], self.ta)
+            return
         cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
         self.task[cols] = tasks
         self.base[:, cols], self.td[:, cols] = base.T, td.T
@@ -133,6 +138,9 @@ class ReadyPool:
         return self.position[int(key[r])], r
 
     def _top_small(self) -> tuple[int, int]:
+        if self.hi == 1:  # one ready task (a chain): its best group, the lowest of equals
+            r = int(self.mdl[:, 0].argmax())
+            return (0, r) if self.mdl[r, 0] > -np.inf else (-1, -1)
         sub = self.mdl[:, :self.hi]
         if not self.hi or (m := sub.max()) == -np.inf:
             return -1, -1
