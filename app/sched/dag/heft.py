@@ -89,13 +89,17 @@ class Lanes:
         maybe = np.flatnonzero((self.max_gap >= d) & (ready + d <= self.gap_end))
         if maybe.size:
             bound = ready[maybe] + d[maybe] + extra[maybe]
-            best = (finish + extra).min()
-            for i in maybe[np.argsort(bound, kind="stable")]:
-                if not exact and ready[i] + d[i] + extra[i] > best:
+            best = float((finish + extra).min())
+            order = np.argsort(bound, kind="stable")
+            flat = self.flat
+            picked = maybe[order]
+            for i, r, di, e, b in zip(picked.tolist(), ready[picked].tolist(), d[picked].tolist(),
+                                      extra[picked].tolist(), bound[order].tolist(), strict=True):
+                if not exact and b > best:
                     break
-                start[i] = self.flat[i].earliest(float(ready[i]), float(d[i]))
-                finish[i] = start[i] + d[i]
-                best = min(best, finish[i] + extra[i])
+                s = flat[i].earliest(r, di)
+                start[i], finish[i] = s, s + di
+                best = min(best, s + di + e)
         return start, finish
 
 

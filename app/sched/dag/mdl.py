@@ -48,7 +48,8 @@ class ReadyPool:
     and a task leaving is replaced by the last one, so every operation spans the ready set only.
 
     Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL
-    and the lowest task index reaching it. Placing a task touches one block of every group (the
+    and the lowest task index reaching it (only while more than 4 blocks' worth of tasks are ready:
+    below that, scanning the matrix itself is cheaper). Placing a task touches one block of every group (the
     task leaves) and one row (t_a of its group grew); the next pair is the best of the G × blocks
     table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000 independent
     tasks on 64 groups would otherwise recompute most of the matrix at every step.
@@ -75,11 +76,16 @@ class ReadyPool:
         """Tasks made ready, with their rows of `base` and t_d (len(tasks) × G)."""
         if not tasks:
             return
+        if len(tasks) == 1 and not self.blocked and self.hi < 4 * BLOCK:  # the common case, cheaply
+            p = self._take(tasks[0])
+            self.task[p], self.base[:, p], self.td[:, p] = tasks[0], base[0], td[0]
+            self.mdl[:, p] = base[0] - np.maximum(td[0], self.ta)
+            return
         cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
         self.task[cols] = tasks
         self.base[:, cols], self.td[:, cols] = base.T, td.T
         self.mdl[:, cols] = self.base[:, cols] - np.maximum(self.td[:, cols], self.ta[:, None])
-        if not self.blocked and self.hi > BLOCK:
+        if not self.blocked and self.hi > 4 * BLOCK:
             self.blocked = True
             self._blocks(np.arange(self.blocks))
             return
@@ -132,6 +138,9 @@ class ReadyPool:
         return self.position[int(key[r])], r
 
     def _top_small(self) -> tuple[int, int]:
+        if self.hi == 1:  # one ready task (a chain): its best group, the lowest of equals
+            r = int(self.mdl[:, 0].argmax())
+            return (0, r) if self.mdl[r, 0] > -np.inf else (-1, -1)
         sub = self.mdl[:, :self.hi]
         if not self.hi or (m := sub.max()) == -np.inf:
             return -1, -1
@@ -154,7 +163,7 @@ class ReadyPool:
         self.task[last] = NO_TASK
         self.td[:, last], self.mdl[:, last] = np.inf, -np.inf
         self.hi = last
-        if self.blocked and last <= BLOCK // 2:
+        if self.blocked and last <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
         if not self.blocked:
             return
