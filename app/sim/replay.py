@@ -27,6 +27,7 @@ from app.sched.collector import rare_collections
 from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, StartKind
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES, decide
+from app.sim.settled import Settled, applies
 from app.sim.workload import SimJob, Workload
 
 QUEUE = "default"
@@ -179,11 +180,13 @@ def _job(j: SimJob, wire_id: str, queue: str, walltime: float) -> Job:
 class _Replay:
     """The state of one replay between instants: what runs, what waits, what is promised."""
 
-    def __init__(self, w: Workload, policy: str, params: CommonParams | None, predict: bool) -> None:
+    def __init__(self, w: Workload, policy: str, params: CommonParams | None, predict: bool,
+                 incremental: bool = True) -> None:
         self.w, self.policy = w, policy
         if params is None and policy in POLICIES:  # the defaults made once, not at every decision
             params = POLICIES[policy][0]()
         self.params = params
+        self.settled = Settled(incremental and applies(w, policy, params, predict))
         self.cluster = Cluster(w)
         # the core breaks ties by job id as text: it is told each job's place in the workload's order
         # (submit time, then job number), zero-padded, so its ties follow the trace's numbers
@@ -209,6 +212,7 @@ class _Replay:
     def finish_until(self, now: float) -> None:
         while self.ends and self.ends[0][0] <= now:
             end, jid = heapq.heappop(self.ends)
+            self.settled.changed()
             j = self.by_id[jid]
             self.cluster.finish(j)
             rj = self.running.pop(jid)
@@ -216,6 +220,7 @@ class _Replay:
                 self.predictor.ended(j, end - rj.start_time)
         while self.overdue and self.overdue[0][0] <= now:  # still running past its told time
             _, jid = heapq.heappop(self.overdue)
+            self.settled.changed()
             if jid in self.running:
                 j, rj = self.by_id[jid], self.running[jid]
                 self.running[jid] = replace(rj, walltime_s=j.estimate)
@@ -225,12 +230,16 @@ class _Replay:
         told = self.predictor.told(j) if self.predictor else j.estimate
         wire = self.wire_id[j.id]
         self.pending[wire] = _job(j, wire, self.home(j), told)
+        self.settled.arrived(j)
         self.shapes.add(j, +1)
 
     def ask(self, now: float) -> Decision | None:
         if not self.pending or not (self.always_ask or self.shapes.any_fits(self.cluster)):
             return None
+        if self.settled.unchanged(self.cluster.free()[0], len(self.pending)):
+            return None
         self.decisions += 1
+        self.settled.decided()
         return decide(self.cluster.snapshot(now, tuple(self.running.values())), tuple(self.pending.values()),
                       self.policy, self.params)
 
@@ -264,11 +273,13 @@ class _Replay:
 
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
-           progress: Callable[[int], None] | None = None, predict: bool = False) -> ReplayResult:
+           progress: Callable[[int], None] | None = None, predict: bool = False,
+           incremental: bool = True) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started. `predict`:
-    the scheduler is told predicted run times (`Predictor`) instead of the requests."""
+    the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
+    instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks)."""
     with rare_collections():
-        return _run(_Replay(w, policy, params, predict), w, progress, predict)
+        return _run(_Replay(w, policy, params, predict, incremental), w, progress, predict)
 
 
 def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool) -> ReplayResult:
