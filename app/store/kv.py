@@ -223,6 +223,10 @@ class RedisKv:
                     _queue(pipe, *op)
                 pipe.execute()
         except redis.WatchError as exc:
+            if _connection_lost(exc):
+                raise StoreUnavailableError(
+                    "the connection to the cluster cache (Redis) broke during the change: it may or may "
+                    "not have landed; GET the cluster to see its version before sending it again") from exc
             raise Conflict(guard) from exc
         except redis.RedisError as exc:
             raise StoreUnavailableError(f"the cluster cache (Redis) cannot be reached: {exc}") from exc
@@ -282,6 +286,13 @@ class _RedisTx(Writes):
         return int(self.pipe.exists(*keys)) if keys else 0  # type: ignore[arg-type]
 
 
+def _connection_lost(exc: redis.WatchError) -> bool:
+    """redis-py reports a connection lost under WATCH as a WatchError: not another writer, and an
+    EXEC already sent may have been applied."""
+    lost = isinstance(exc.__context__, (redis.ConnectionError, redis.TimeoutError))
+    return lost or "occurred while watching" in str(exc)
+
+
 def _raise_if_moved(pipe: redis.client.Pipeline, guard: str) -> None:
     """Conflict when another writer touched `guard` since the WATCH (an empty EXEC tells)."""
     try:
@@ -289,6 +300,8 @@ def _raise_if_moved(pipe: redis.client.Pipeline, guard: str) -> None:
         pipe.exists(guard)
         pipe.execute()
     except redis.WatchError as exc:
+        if _connection_lost(exc):
+            raise redis.ConnectionError(str(exc)) from exc  # a 503, not a conflict
         raise Conflict(guard) from exc
 
 
