@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from app.errors import InputError, StoreUnavailableError, VersionConflictError
+from app.sched.model import Window
 from app.sched.narrow import narrow
 from app.store import index, reads
 from app.store.index import ClusterCache, Edit, IndexSource, Keys
@@ -46,10 +47,11 @@ def answers(cache: ClusterCache, key: str) -> tuple[object, ...]:
         found = narrow(src, jobs)
         return src.version, src.snapshot(0.0, found), found.examined
 
-    version, whole, running = cache.whole(key)
+    version, whole, running, windows = cache.whole(key)
     by_id = lambda x: x.id  # noqa: E731
     return (cache.summary(key), cache.read(key, index.summary_read),
-            (version, sorted(whole, key=by_id), sorted(running, key=by_id)), cache.read(key, passed))
+            (version, sorted(whole, key=by_id), sorted(running, key=by_id), windows),
+            cache.read(key, passed))
 
 
 def test_the_atomic_copy_answers_what_the_round_trips_answer(redis_url: str,
@@ -61,8 +63,10 @@ def test_the_atomic_copy_answers_what_the_round_trips_answer(redis_url: str,
 
     cache = redis_cache(redis_url)
     snap = cluster(600)
-    cache.put("t:copy", snap.nodes, snap.running)
+    windows = [Window("maint", (snap.nodes[0].id, snap.nodes[1].id), 1e9, 1e9 + 3600)]
+    cache.put("t:copy", snap.nodes, snap.running, windows)
     direct = answers(cache, "t:copy")
+    assert direct[2][3] == windows
     assert direct[0] == direct[1] and direct[0][0] == 1 and len(direct[0][3]) >= 3
     copies = []
     real_copy = index.copy_generation
