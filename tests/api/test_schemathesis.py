@@ -23,9 +23,9 @@ SETTINGS = dict(deadline=None, derandomize=True, database=None,
 
 
 @schema.parametrize()
-@settings(max_examples=15, **SETTINGS)  # type: ignore[arg-type]
+@settings(max_examples=10, **SETTINGS)  # type: ignore[arg-type]
 def test_every_endpoint_passes_the_default_checks(case: schemathesis.Case) -> None:
-    """A bounded run (15 cases per operation and phase): quick enough for the default suite."""
+    """A bounded run (10 cases per operation): quick enough for the default suite."""
     case.call_and_validate()
 
 
