@@ -148,7 +148,7 @@ def _with_windows(snapshot: Snapshot, req: ScheduleRequest) -> Snapshot:
 
 def _cached_whole(cache: ClusterCache, key: str, req: ScheduleRequest
                   ) -> tuple[int, Snapshot, list[Job]]:
-    version, nodes, running, windows = cache.whole(key)
+    version, nodes, running, windows = cache.whole_with_windows(key)
     ids = {n.id for n in nodes}
     check_pending(req.pending, len(nodes), lambda x: ids.intersection(x),
                   lambda x: {r.id for r in running}.intersection(x), req.windows)

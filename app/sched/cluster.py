@@ -109,8 +109,8 @@ def _triples(rows: list[tuple[int, int, int]]) -> np.ndarray:
     return flat.reshape(-1, 3).T.copy()
 
 
-def _queue_slices(queue_of: list[str]) -> dict[str, slice]:
-    out: dict[str, slice] = {}
+def _queue_slices(queue_of: list[str]) -> dict[str, slice | np.ndarray]:
+    out: dict[str, slice | np.ndarray] = {}
     start = 0
     for i in range(1, len(queue_of) + 1):
         if i == len(queue_of) or queue_of[i] != queue_of[start]:

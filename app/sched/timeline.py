@@ -174,10 +174,10 @@ class Profile:
         """(w, n): whether each of the first w instants of the nodes `cols` covers d (one column
         of d per node when d is an array)."""
         if isinstance(d, np.ndarray):
-            ok = self.cum[0][:w, cols] >= d[0]
-            ok &= self.cum[1][:w, cols] >= d[1]
-            ok &= self.cum[2][:w, cols] >= d[2]
-            return ok
+            every: np.ndarray = self.cum[0][:w, cols] >= d[0]
+            every &= self.cum[1][:w, cols] >= d[1]
+            every &= self.cum[2][:w, cols] >= d[2]
+            return every
         ok = self.cum[0][:w, cols] >= d[0]
         for r in (1, 2):
             if d[r] > 0:
@@ -231,7 +231,7 @@ class Profile:
                 self.unflushed.setdefault(x, []).append((t0, t1, (c, m, g)))
         else:
             for x in nodes.tolist():
-                self.unflushed.setdefault(x, []).append(change)
+                self.unflushed.setdefault(x, []).append((t0, t1, d))
 
     def _build(self) -> None:
         """Build the matrices from the releases and every change recorded so far, in one go."""

@@ -261,7 +261,12 @@ class ClusterCache:
             return int(meta.get("version", 0)), nodes, jobs, _partitions(k, zkeys, sizes, ends)
         return self.read(key, summary_read)
 
-    def whole(self, key: str) -> tuple[int, list[Node], list[RunningJob], list[Window]]:
+    def whole(self, key: str) -> tuple[int, list[Node], list[RunningJob]]:
+        """(version, every node, every running job)."""
+        version, nodes, running, _ = self.whole_with_windows(key)
+        return version, nodes, running
+
+    def whole_with_windows(self, key: str) -> tuple[int, list[Node], list[RunningJob], list[Window]]:
         """(version, every node, every running job, every window): for a pass that examines the
         whole cluster."""
         def read(tx: Tx, k: Keys) -> tuple[int, list[Node], list[RunningJob], list[Window]]:

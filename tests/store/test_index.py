@@ -230,7 +230,7 @@ def test_readers_see_the_old_state_whole_while_a_put_is_written(cache: ClusterCa
             seen.append(cache.whole(key))
     monkeypatch.setattr(cache.kv, "bulk", write_and_look)
     assert cache.put(key, nodes(7), []) == version + 1
-    old_version, old_nodes, _, _ = seen[0]
+    old_version, old_nodes, _ = seen[0]
     assert (old_version, sorted(n.id for n in old_nodes)) == (version, ["n000", "n001", "n002"])
     assert len(cache.whole(key)[1]) == 7
 
