@@ -1,0 +1,36 @@
+"""The service as the bridge sees it: a function from a ScheduleRequest to a ScheduleResponse,
+in process or over HTTP (the same wire schemas either way)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+
+from schemas.schedule import ScheduleRequest, ScheduleResponse
+
+Decide = Callable[[ScheduleRequest], ScheduleResponse]
+
+
+def in_process() -> Decide:
+    """The service's own use case, called directly."""
+    from app import service
+
+    return lambda req: service.schedule(req)
+
+
+def over_http(url: str, api_key: str | None = None, timeout_s: float = 120.0) -> Decide:
+    """POST /schedule on a running service; an error status raises httpx.HTTPStatusError."""
+    headers = {"content-type": "application/json"}
+    if api_key:
+        headers["x-api-key"] = api_key
+    client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout_s, headers=headers)
+
+    def decide(req: ScheduleRequest) -> ScheduleResponse:
+        resp = client.post("/schedule", content=req.model_dump_json(exclude_none=True))
+        if resp.status_code >= 400:
+            raise httpx.HTTPStatusError(f"POST /schedule: {resp.status_code} {resp.text[:500]}",
+                                        request=resp.request, response=resp)
+        return ScheduleResponse.model_validate_json(resp.content)
+
+    return decide
