@@ -14,6 +14,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "sinfo")
 
@@ -49,6 +50,7 @@ class LocalSlurm:
     job_submit_lua: Path | None = None
     scheduler: str = "sched/backfill"
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    logs: list[IO[bytes]] = field(default_factory=list)
 
     @property
     def conf(self) -> Path:
@@ -84,9 +86,13 @@ class LocalSlurm:
                 p.kill()
                 p.wait()
         self.procs.clear()
+        for f in self.logs:
+            f.close()
+        self.logs.clear()
 
     def _spawn(self, *args: str) -> None:
         log = open(self.root / f"{args[0]}-{len(self.procs)}.out", "wb")  # noqa: SIM115
+        self.logs.append(log)
         self.procs.append(subprocess.Popen(args, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
                                            start_new_session=True))
 

@@ -127,11 +127,11 @@ class Bridge:
             self._event("command_failed", args=args, error=str(exc))
             return False
 
-    def _event(self, kind: str, **data: Any) -> None:
+    def _event(self, event: str, **data: Any) -> None:
         if self.events is None:
             return
         with self.events.open("a") as f:
-            f.write(json.dumps({"t": time.time(), "event": kind, **data}) + "\n")
+            f.write(json.dumps({"t": time.time(), "event": event, **data}) + "\n")
 
     def loop(self, interval_s: float, cycles: int | None = None,
              done: Callable[[CycleReport], bool] = lambda rep: False) -> None:

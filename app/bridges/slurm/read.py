@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,6 +26,14 @@ DOWN_STATES = {"down", "fail", "failing", "future", "unknown", "power_down", "po
 DRAIN_FLAGS = {"DRAIN", "DRAINING", "DRAINED", "FAIL", "POWER_DOWN", "POWERED_DOWN", "NOT_RESPONDING"}
 HOLDING = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING"}
 NOT_YET = {"Dependency", "DependencyNeverSatisfied", "BeginTime"}
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+         "DEADLINE", "PREEMPTED"}
+AFTER = {
+    "after": lambda state, code: state not in ("PENDING",),
+    "afterany": lambda state, code: state in ENDED,
+    "afterok": lambda state, code: state == "COMPLETED" and code == 0,
+    "afternotok": lambda state, code: state in ENDED and not (state == "COMPLETED" and code == 0),
+}
 _NODE_FIELDS = set(NodeIn.model_fields)
 _JOB_FIELDS = set(PendingJobIn.model_fields)
 _REQ_FIELDS = set(ScheduleRequest.model_fields)
@@ -78,13 +87,15 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) 
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    for j in json.loads(text.jobs)["jobs"]:
-        _take(view, j, started, threads, take_unheld)
+    jobs = json.loads(text.jobs)["jobs"]
+    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
+    for j in jobs:
+        _take(view, j, started, threads, take_unheld, states)
     return view
 
 
 def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], threads: dict[str, int],
-          take_unheld: bool) -> None:
+          take_unheld: bool, states: dict[str, tuple[str, int]]) -> None:
     jid, state = str(j["job_id"]), j["job_state"]
     view.comments[jid] = j.get("comment") or ""
     if state in HOLDING and j.get("job_resources"):
@@ -92,7 +103,7 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], threads
     elif state == "PENDING" and jid in started:
         view.running.append(released_in(j, started[jid], view.now))
     elif state == "PENDING":
-        why = not_ours(j, view.now, take_unheld)
+        why = not_ours(j, view.now, take_unheld) or waits_on(j.get("dependency") or "", states)
         if why:
             view.skipped[jid] = why
             return
@@ -107,7 +118,7 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
     marked = MARK in (j.get("admin_comment") or "")
     if j.get("priority", 0) == 0 and not marked:
         return "held by its user (or an administrator): left alone"
-    if j.get("state_reason") in NOT_YET or (j.get("dependency") and j.get("state_reason") != "None"):
+    if j.get("state_reason") in NOT_YET:
         return f"not eligible yet ({j.get('state_reason')}): left alone"
     if (j.get("begin_time") or j.get("eligible_time") or 0) > now + 1:
         return "its begin time is still to come: left alone"
@@ -118,6 +129,29 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
     if j.get("required_nodes"):
         return f"asks for nodes {j['required_nodes']}: not mapped"
     return ""
+
+
+def waits_on(dependency: str, states: dict[str, tuple[str, int]]) -> str:
+    """Why a job's dependencies are not met ("" when they are). Slurm does not test the
+    dependencies of a held job, so the bridge does, from the same read: `after` (started),
+    `afterany` (ended), `afterok`/`afternotok` (ended well/badly), all (`,`) or any (`?`) of
+    them. A job Slurm no longer lists counts as ended well; `singleton` and `aftercorr` are not
+    mapped (the job waits)."""
+    if not dependency or dependency == "(null)":
+        return ""
+    any_of = "?" in dependency
+    met = [_met(item, states) for item in re.split(r"[,?]", dependency) if item]
+    if (any(met) if any_of else all(met)):
+        return ""
+    return f"waits on its dependency {dependency}: left alone"
+
+
+def _met(item: str, states: dict[str, tuple[str, int]]) -> bool:
+    kind, _, rest = re.sub(r"\(.*?\)", "", item).partition(":")
+    ids = [i.split("+")[0].split("_")[0] for i in rest.split(":") if i]
+    if kind not in AFTER or not ids:
+        return False
+    return all(AFTER[kind](*states.get(i, ("COMPLETED", 0))) for i in ids)
 
 
 def node_in(n: dict[str, Any]) -> dict[str, Any]:
