@@ -101,7 +101,10 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], threads
     if state in HOLDING and j.get("job_resources"):
         view.running.append(running_in(j, threads, view.now))
     elif state == "PENDING" and jid in started:
-        view.running.append(released_in(j, started[jid], view.now))
+        if j.get("required_nodes"):
+            view.running.append(released_in(j, started[jid], view.now))
+        else:
+            view.skipped[jid] = "released by the bridge but not pinned: left alone"
     elif state == "PENDING":
         why = not_ours(j, view.now, take_unheld) or waits_on(j.get("dependency") or "", states)
         if why:

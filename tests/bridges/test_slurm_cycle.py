@@ -1,0 +1,148 @@
+"""Bridge cycles replayed from recorded Slurm state: what is sent, what is refused, what survives."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from app.bridges.slurm.apply import comment, plan
+from app.bridges.slurm.cycle import Bridge
+from app.bridges.slurm.read import SlurmText, read
+from app.bridges.slurm.runner import RecordedRunner, SlurmError
+from app.bridges.slurm.service import in_process, over_http
+from app.bridges.slurm.state import BridgeState
+from tests.bridges import recorded
+
+
+def _bridge(tmp_path: Path, runner: RecordedRunner | None = None, dry_run: bool = False) -> Bridge:
+    runner = runner or RecordedRunner(recorded.text())
+    state = BridgeState(tmp_path / "state.json", recorded.started())
+    return Bridge(runner, in_process(), state, None, dry_run, tmp_path / "events.jsonl")
+
+
+def _released(commands: list[list[str]]) -> list[str]:
+    return [c[2] for c in commands if c[:2] == ["scontrol", "release"]]
+
+
+def test_a_start_is_pinned_then_released(tmp_path: Path) -> None:
+    """Each start pins the job to the chosen nodes (ReqNodeList, NumNodes=k-k, partition) before release."""
+    b = _bridge(tmp_path)
+    rep = b.cycle()
+    cmds = b.runner.commands  # type: ignore[attr-defined]
+    assert rep.ok and rep.started
+    starts = {s.job_id: s for s in rep.response.starts}  # type: ignore[union-attr]
+    for jid in rep.started:
+        pin_at = next(i for i, c in enumerate(cmds) if c[2] == f"JobId={jid}" and "ReqNodeList=" in c[4])
+        assert cmds[pin_at + 1] == ["scontrol", "release", jid]
+        nodes = starts[jid].node_ids
+        assert cmds[pin_at][3:6] == [f"Partition={starts[jid].queue}", f"ReqNodeList={','.join(nodes)}",
+                                     f"NumNodes={len(nodes)}-{len(nodes)}"]
+
+
+def test_no_job_is_released_twice(tmp_path: Path) -> None:
+    """A second cycle on the same (stale) read releases none of the jobs the first released."""
+    b = _bridge(tmp_path)
+    first = b.cycle()
+    b.runner.commands.clear()  # type: ignore[attr-defined]
+    second = b.cycle()
+    assert first.started and not set(first.started) & set(_released(b.runner.commands))  # type: ignore[attr-defined]
+    assert second.ok
+
+
+def test_only_marked_held_jobs_are_ever_released(tmp_path: Path) -> None:
+    """The user-held job and the one waiting on a dependency are never released, cycle after cycle."""
+    b = _bridge(tmp_path)
+    for _ in range(3):
+        b.cycle()
+    assert not {"41", "42"} & set(_released(b.runner.commands))  # type: ignore[attr-defined]
+
+
+def test_failed_pin_means_no_release(tmp_path: Path) -> None:
+    """A job that vanished (its pin fails) is not released nor recorded; the rest is still applied."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    victim = _bridge(tmp_path / "a").cycle().started[0]
+    runner = RecordedRunner(recorded.text(), fail=lambda args: args[1:3] == ["update", f"JobId={victim}"])
+    b = _bridge(tmp_path / "b", runner)
+    rep = b.cycle()
+    assert victim not in _released(runner.commands) and victim not in b.state.started
+    assert rep.ok and any(victim in e for e in rep.errors)
+    assert any(c[-1].startswith("Comment=hpcsched: ") and "JobId=" in c[2] for c in runner.commands)
+
+
+def test_failed_release_is_taken_back(tmp_path: Path) -> None:
+    """A release Slurm refuses is logged and the job is not kept as started."""
+    runner = RecordedRunner(recorded.text(), fail=lambda args: args[:2] == ["scontrol", "release"])
+    b = _bridge(tmp_path, runner)
+    rep = b.cycle()
+    assert not rep.started and rep.errors
+    assert set(b.state.started) == set(recorded.started())
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert any(e["event"] == "command_failed" for e in events)
+
+
+def test_controller_down_skips_the_cycle(tmp_path: Path) -> None:
+    """A read that fails changes nothing and sends nothing; the next cycle reads afresh."""
+    class Down(RecordedRunner):
+        def read(self) -> SlurmText:
+            raise SlurmError("squeue: exit 1: slurm_load_jobs error: Unable to contact slurm controller")
+
+    down = Down(recorded.text())
+    b = _bridge(tmp_path, down)
+    rep = b.cycle()
+    assert not rep.ok and not down.commands and "Unable to contact" in rep.errors[0]
+    b.runner = RecordedRunner(recorded.text())
+    assert b.cycle().started
+
+
+def test_service_unreachable_skips_the_cycle(tmp_path: Path) -> None:
+    """With the service down (a closed port), the cycle is skipped and nothing is sent to Slurm."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runner = RecordedRunner(recorded.text())
+    service = over_http(f"http://127.0.0.1:{port}", timeout_s=5)
+    try:
+        b = Bridge(runner, service, BridgeState(None), None, False, None)
+        rep = b.cycle()
+    finally:
+        service.close()
+    assert not rep.ok and not runner.commands and "ConnectError" in rep.errors[0]
+
+
+def test_dry_run_sends_nothing(tmp_path: Path) -> None:
+    """Shadow mode decides and logs the plan but runs no Slurm command."""
+    b = _bridge(tmp_path, dry_run=True)
+    rep = b.cycle()
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert rep.response is not None and rep.response.starts
+    assert not b.runner.commands and not rep.started  # type: ignore[attr-defined]
+    assert any(e["event"] == "plan_start" for e in events) and not any(e["event"] == "start" for e in events)
+
+
+def test_comments_only_when_changed(tmp_path: Path) -> None:
+    """Pending jobs get the reason and estimate as comment, grouped by text, and not rewritten."""
+    view = read(recorded.text(), recorded.started())  # recorded after a cycle: comments already set
+    resp = _bridge(tmp_path, dry_run=True).cycle().response
+    assert resp is not None
+    assert not plan(resp, view).comments
+    view.comments = {}
+    first = plan(resp, view)
+    told = {j: c.text for c in first.comments for j in c.job_ids}
+    assert told == {p.job_id: comment(p) for p in resp.pending}
+    assert len(first.comments) == len({c.text for c in first.comments})
+    view.comments.update(told)
+    assert not plan(resp, view).comments
+
+
+def test_explain_keeps_priority_factors(tmp_path: Path) -> None:
+    """Each pending job's reason, estimate, priority and factors are kept in the state file."""
+    b = _bridge(tmp_path)
+    rep = b.cycle()
+    saved = BridgeState.load(tmp_path / "state.json")
+    assert rep.response is not None
+    for p in rep.response.pending:
+        info = saved.explain[p.job_id]
+        assert info["reason"] == p.reason.value and info["estimated_start"] == p.estimated_start
+        assert info["factors"] is not None and info["rank"] is not None
