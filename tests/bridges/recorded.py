@@ -11,9 +11,14 @@ DATA = Path(__file__).resolve().parents[1] / "data" / "slurm"
 NOW = 1_795_456_945.0  # a few seconds after the recording
 
 
-def text() -> SlurmText:
-    return SlurmText((DATA / "sinfo.json").read_text(), (DATA / "squeue.json").read_text(),
-                     (DATA / "reservations.txt").read_text(), NOW)
+def text(idle: bool = False) -> SlurmText:
+    """The recorded read; `idle`: as if every running job had ended (more room, more starts)."""
+    jobs = (DATA / "squeue.json").read_text()
+    if idle:
+        doc = json.loads(jobs)
+        doc["jobs"] = [j for j in doc["jobs"] if j["job_state"] != "RUNNING"]
+        jobs = json.dumps(doc)
+    return SlurmText((DATA / "sinfo.json").read_text(), jobs, (DATA / "reservations.txt").read_text(), NOW)
 
 
 def started() -> dict[str, float]:

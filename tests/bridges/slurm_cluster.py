@@ -49,6 +49,7 @@ class LocalSlurm:
     partitions: list[PartitionSpec]
     job_submit_lua: Path | None = None
     scheduler: str = "sched/backfill"
+    sched_params: str = "bf_interval=5"
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[IO[bytes]] = field(default_factory=list)
 
@@ -143,7 +144,7 @@ class LocalSlurm:
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "ReturnToService=2", "MinJobAge=3600", "InactiveLimit=0", "KillWait=2",
             "SlurmctldTimeout=30", "SlurmdTimeout=60", "MessageTimeout=20",
-            "SchedulerParameters=bf_interval=5", "PriorityType=priority/basic",
+            f"SchedulerParameters={self.sched_params}", "PriorityType=priority/basic",
         ]
         if self.job_submit_lua is not None:
             shutil.copy(self.job_submit_lua, r / "job_submit.lua")

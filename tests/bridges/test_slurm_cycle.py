@@ -22,19 +22,22 @@ def _bridge(tmp_path: Path, runner: RecordedRunner | None = None, dry_run: bool 
 
 
 def _released(commands: list[list[str]]) -> list[str]:
-    return [c[2] for c in commands if c[:2] == ["scontrol", "release"]]
+    return [j for c in commands if c[:2] == ["scontrol", "release"] for j in c[2].split(",")]
 
 
 def test_a_start_is_pinned_then_released(tmp_path: Path) -> None:
-    """Each start pins the job to the chosen nodes (ReqNodeList, NumNodes=k-k, partition) before release."""
+    """Each start pins the job to the chosen nodes (ReqNodeList, NumNodes=k-k, partition), then one
+    release lets the cycle's pinned jobs go."""
     b = _bridge(tmp_path)
     rep = b.cycle()
     cmds = b.runner.commands  # type: ignore[attr-defined]
     assert rep.ok and rep.started
     starts = {s.job_id: s for s in rep.response.starts}  # type: ignore[union-attr]
+    release_at = next(i for i, c in enumerate(cmds) if c[1] == "release")
+    assert sorted(cmds[release_at][2].split(",")) == sorted(rep.started) == sorted(starts)
     for jid in rep.started:
         pin_at = next(i for i, c in enumerate(cmds) if c[2] == f"JobId={jid}" and "ReqNodeList=" in c[4])
-        assert cmds[pin_at + 1] == ["scontrol", "release", jid]
+        assert pin_at < release_at
         nodes = starts[jid].node_ids
         assert cmds[pin_at][3:6] == [f"Partition={starts[jid].queue}", f"ReqNodeList={','.join(nodes)}",
                                      f"NumNodes={len(nodes)}-{len(nodes)}"]
@@ -69,6 +72,20 @@ def test_failed_pin_means_no_release(tmp_path: Path) -> None:
     assert victim not in _released(runner.commands) and victim not in b.state.started
     assert rep.ok and any(victim in e for e in rep.errors)
     assert any(c[-1].startswith("Comment=hpcsched: ") and "JobId=" in c[2] for c in runner.commands)
+
+
+def test_refused_batch_release_is_retried_job_by_job(tmp_path: Path) -> None:
+    """When the batch release fails, each job is released alone; one refused is taken back."""
+    first = _bridge(tmp_path, RecordedRunner(recorded.text(idle=True))).cycle().started
+    assert len(first) >= 2, "the recorded state must start two jobs for this test"
+    victim = first[0]
+    runner = RecordedRunner(recorded.text(idle=True),
+                            fail=lambda a: a[1] == "release" and ("," in a[2] or a[2] == victim))
+    (tmp_path / "b").mkdir()
+    b = _bridge(tmp_path / "b", runner)
+    rep = b.cycle()
+    assert sorted(rep.started) == sorted(set(first) - {victim})
+    assert victim not in b.state.started and set(rep.started) <= set(b.state.started)
 
 
 def test_failed_release_is_taken_back(tmp_path: Path) -> None:

@@ -23,11 +23,16 @@ class Start:
     nodes: tuple[str, ...]
     partition: str
 
-    def commands(self) -> list[list[str]]:
-        pin = ["scontrol", "update", f"JobId={self.job_id}", f"Partition={self.partition}",
-               f"ReqNodeList={','.join(self.nodes)}", f"NumNodes={len(self.nodes)}-{len(self.nodes)}",
-               f"Comment={COMMENT_PREFIX}started on {','.join(self.nodes)}"]
-        return [pin, ["scontrol", "release", self.job_id]]
+    def pin(self) -> list[str]:
+        """Only these nodes, exactly this many, in this partition (the release follows)."""
+        return ["scontrol", "update", f"JobId={self.job_id}", f"Partition={self.partition}",
+                f"ReqNodeList={','.join(self.nodes)}", f"NumNodes={len(self.nodes)}-{len(self.nodes)}",
+                f"Comment={COMMENT_PREFIX}started on {','.join(self.nodes)}"]
+
+
+def release(job_ids: list[str]) -> list[str]:
+    """One command releasing every pinned job of a cycle."""
+    return ["scontrol", "release", ",".join(job_ids)]
 
 
 @dataclass(frozen=True)

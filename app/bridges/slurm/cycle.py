@@ -1,8 +1,9 @@
 """One bridge cycle (read, convert, decide, apply) and the loop that repeats it.
 
 A cycle that cannot read or decide changes nothing; a command that fails is logged and the rest
-go on; the next cycle starts from a fresh read. A job is recorded as started before it is
-released and never released again; a release that fails is taken back.
+go on; the next cycle starts from a fresh read. A job is pinned to its nodes, recorded as started,
+then released (the cycle's starts in one command), and never released again; a release that
+fails is taken back.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.bridges.slurm.apply import Plan, Start, plan
+from app.bridges.slurm.apply import Plan, Start, plan, release
 from app.bridges.slurm.read import SlurmView, read
 from app.bridges.slurm.runner import Runner, SlurmError
 from app.bridges.slurm.service import Decide
@@ -23,6 +24,7 @@ from app.bridges.slurm.state import BridgeState
 from schemas.schedule import ScheduleResponse
 
 log = logging.getLogger("hpcsched.slurm")
+RELEASE_BATCH = 200
 
 
 @dataclass
@@ -96,25 +98,31 @@ class Bridge:
                         end=r.end_time, dry_run=self.dry_run)
 
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
-        for s in todo.starts:
-            self._start(s, rep)
+        pinned = [s for s in todo.starts if s.job_id not in self.state.started and self._run(s.pin(), rep)]
+        self._release(pinned, rep)
         for m in [*todo.moves, *todo.comments]:
             for args in m.commands():
                 self._run(args, rep)
 
-    def _start(self, s: Start, rep: CycleReport) -> None:
-        if s.job_id in self.state.started:
-            return
-        pin, release = s.commands()
-        if not self._run(pin, rep):
-            return
-        self.state.started[s.job_id] = time.time()
+    def _release(self, pinned: list[Start], rep: CycleReport) -> None:
+        """Record the pinned jobs as started, then release them in batches; a batch Slurm refuses is
+        retried job by job (releasing a released job does nothing), and a job whose own release
+        fails is taken back."""
+        now = time.time()
+        self.state.started.update({s.job_id: now for s in pinned})
         self.state.save()
-        if self._run(release, rep):
-            rep.started.append(s.job_id)
-            self._event("start", job=s.job_id, nodes=list(s.nodes), partition=s.partition)
-        else:
-            del self.state.started[s.job_id]
+        for i in range(0, len(pinned), RELEASE_BATCH):
+            batch = pinned[i:i + RELEASE_BATCH]
+            if self._run(release([s.job_id for s in batch]), rep):
+                done = batch
+            else:
+                done = [s for s in batch if self._run(release([s.job_id]), rep)]
+            for s in batch:
+                if s in done:
+                    rep.started.append(s.job_id)
+                    self._event("start", job=s.job_id, nodes=list(s.nodes), partition=s.partition)
+                else:
+                    del self.state.started[s.job_id]
 
     def _run(self, args: list[str], rep: CycleReport) -> bool:
         rep.commands += 1
