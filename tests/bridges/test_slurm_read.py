@@ -140,3 +140,18 @@ def test_gres_gpus(gres: str, gpus: int) -> None:
 def test_unlimited_walltime_is_bounded() -> None:
     """Slurm's INFINITE/NO_VAL time limits become a year, inside the wire's bound."""
     assert walltime_s(4294967295) == walltime_s(None) == 365 * 86400.0 and walltime_s(2) == 120.0
+
+
+@pytest.mark.parametrize("key, value", [
+    ("het_job_id", 7), ("array_task_string", "0-9"), ("licenses", "matlab:1"), ("required_nodes", "n3"),
+    ("excluded_nodes", "n1"), ("resv_name", "root_1"),
+], ids=["heterogeneous", "array", "licenses", "nodelist", "exclude", "reservation"])
+def test_unmappable_requests_stay_held(key: str, value: object) -> None:
+    """A job asking what the wire cannot say is skipped with a reason, never sent half-read."""
+    jobs = json.loads(recorded.text().jobs)
+    for j in jobs["jobs"]:
+        if str(j["job_id"]) == "5":
+            j[key] = value
+    view = read(replace(recorded.text(), jobs=json.dumps(jobs)), recorded.started())
+    assert "5" not in {p["id"] for p in view.pending}
+    assert "not mapped" in view.skipped["5"]

@@ -127,10 +127,17 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
         return "its begin time is still to come: left alone"
     if j.get("priority", 0) != 0 and not take_unheld:
         return "not held by hpcsched's job_submit.lua: Slurm may start it itself"
-    if j.get("het_job_id"):
-        return "heterogeneous job: not mapped"
-    if j.get("required_nodes"):
-        return f"asks for nodes {j['required_nodes']}: not mapped"
+    return unmapped(j)
+
+
+def unmapped(j: dict[str, Any]) -> str:
+    """What a job asks that the wire cannot say ("" when nothing): such a job is left held, and
+    the reason logged, rather than started with part of its request dropped."""
+    for key, what in (("het_job_id", "heterogeneous job"), ("array_task_string", "job array"),
+                      ("licenses", "licenses"), ("required_nodes", "a node list"),
+                      ("excluded_nodes", "excluded nodes"), ("resv_name", "a reservation")):
+        if j.get(key):
+            return f"asks for {what} ({j[key]}): not mapped, left held"
     return ""
 
 
