@@ -163,3 +163,38 @@ def test_explain_keeps_priority_factors(tmp_path: Path) -> None:
         info = saved.explain[p.job_id]
         assert info["reason"] == p.reason.value and info["estimated_start"] == p.estimated_start
         assert info["factors"] is not None and info["rank"] is not None
+
+
+def test_over_http_decides_as_in_process(tmp_path: Path) -> None:
+    """The same recorded cycle through a real uvicorn gives the same starts as in process."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from app.main import create_app
+    from app.settings import Settings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=port, log_level="warning")
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    while not srv.started:
+        time.sleep(0.05)
+    service = over_http(f"http://127.0.0.1:{port}")
+    try:
+        remote = Bridge(RecordedRunner(recorded.text(idle=True)), service, BridgeState(None),
+                        dry_run=True).cycle()
+    finally:
+        service.close()
+        srv.should_exit = True
+        thread.join(timeout=10)
+    local = Bridge(RecordedRunner(recorded.text(idle=True)), in_process(), BridgeState(None),
+                   dry_run=True).cycle()
+    assert remote.ok, remote.errors
+    assert remote.response is not None and local.response is not None
+    assert [(s.job_id, s.node_ids) for s in remote.response.starts] == \
+        [(s.job_id, s.node_ids) for s in local.response.starts]

@@ -129,7 +129,8 @@ def test_workload_is_mixed(outcome: Outcome) -> None:
     """The workload has ≥ 40 jobs of every kind the issue asks for."""
     kinds = {j.kind for j in outcome.jobs}
     assert len(outcome.jobs) >= 40
-    assert {"serial", "multi", "memory", "gpu", "wide", "dependent", "user_held"} <= kinds
+    assert {"serial", "multi", "memory", "gpu", "wide", "dependent", "user_held", "exclusive",
+            "mem_per_cpu"} <= kinds
 
 
 def test_shadow_mode_changes_nothing(outcome: Outcome) -> None:
@@ -185,6 +186,24 @@ def test_nothing_ran_into_the_maintenance_window(outcome: Outcome) -> None:
     for jid, r in outcome.final.items():
         if set(r.nodes) & set(WINDOW_NODES) and r.start == r.start:
             assert r.end <= ws or r.start >= we, jid
+
+
+def test_service_planned_around_the_window(outcome: Outcome) -> None:
+    """No start the service chose on a reserved node would run (by its walltime) into the window."""
+    ws, we = outcome.window
+    for e in outcome.events:
+        if e["event"] == "plan_start" and set(e["nodes"]) & set(WINDOW_NODES):
+            assert e["expected_end"] <= ws or e["expected_end"] - 60 >= we, e
+
+
+def test_exclusive_job_ran_alone(outcome: Outcome) -> None:
+    """The exclusive job shared its node with no other job while it ran."""
+    (jid,) = _kind(outcome, "exclusive")
+    me = outcome.final[jid]
+    (node,) = me.nodes
+    for other, r in outcome.final.items():
+        if other != jid and node in r.nodes and r.start == r.start:
+            assert r.end <= me.start or r.start >= me.end, other
 
 
 def test_reserved_job_not_delayed_by_backfill(outcome: Outcome) -> None:

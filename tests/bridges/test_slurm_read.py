@@ -155,3 +155,36 @@ def test_unmappable_requests_stay_held(key: str, value: object) -> None:
     view = read(replace(recorded.text(), jobs=json.dumps(jobs)), recorded.started())
     assert "5" not in {p["id"] for p in view.pending}
     assert "not mapped" in view.skipped["5"]
+
+
+def test_overlapping_partitions_weights_and_windows_reach_the_request() -> None:
+    """A node in two partitions keeps both; weights and the maint window are in the request."""
+    req = read(recorded.text(), recorded.started()).request()
+    nodes = {n.id: n for n in req.nodes or []}
+    assert nodes["n4"].queues == ["batch", "short"] and nodes["n1"].queues == ["batch"]
+    assert all(n.weight == 1 for n in nodes.values())
+    assert [(w.id, w.nodes) for w in req.windows] == [("maint", ["n1", "n2"])]
+
+
+@pytest.mark.parametrize("change, want", [
+    ({"shared": "none"}, {"exclusive": True, "mem_mib": 2500}),
+    ({"memory_per_node": None, "memory_per_cpu": 500}, {"exclusive": False, "mem_mib_per_cpu": 500}),
+    ({"memory_per_node": None, "memory_per_cpu": None}, {"exclusive": True}),
+    ({}, {"exclusive": False, "mem_mib": 2500}),
+], ids=["exclusive", "mem-per-cpu", "no-memory-means-whole-node", "plain"])
+def test_whole_node_and_per_cpu_memory(change: dict, want: dict) -> None:
+    """--exclusive, --mem-per-cpu and a job asking no memory are said as Slurm will allocate them."""
+    got = pending_in({**recorded.raw_jobs()["4"], **change})
+    assert {k: got.get(k) for k in want} == want
+
+
+def test_a_released_exclusive_job_holds_whole_nodes() -> None:
+    """Released but not yet started, an exclusive job is sent holding each pinned node entirely."""
+    jobs = json.loads(recorded.text().jobs)
+    for j in jobs["jobs"]:
+        if str(j["job_id"]) == "20":
+            j.update(required_nodes="n7,n8", shared="none")
+    view = read(replace(recorded.text(), jobs=json.dumps(jobs)), {**recorded.started(), "20": recorded.NOW})
+    (run,) = [r for r in view.running if r["id"] == "20"]
+    held = [(a["node"], a["cpu"], a["mem_mib"]) for a in run["allocation"]]
+    assert held == [("n7", 8, 16_000), ("n8", 8, 16_000)]

@@ -20,8 +20,9 @@ class Submitted:
 
 
 def submit_mix(slurm: LocalSlurm, work: Path) -> list[Submitted]:
-    """≥ 40 short jobs: serial, multi-node, memory-heavy, GPU-feature, both partitions, one wide job
-    that must be reserved, one held by its user, one waiting on a dependency."""
+    """≥ 40 short jobs: serial, multi-node, memory-heavy, GPU-feature, exclusive, memory per CPU,
+    both partitions, one wide job that must be reserved, one held by its user, one waiting on a
+    dependency."""
     jobs: list[Submitted] = []
 
     def sb(kind: str, *args: str, sleep: int = 4) -> str:
@@ -43,6 +44,8 @@ def submit_mix(slurm: LocalSlurm, work: Path) -> list[Submitted]:
         sb("gpu", "-n", "2", "--mem=2000", "-C", "gpu", "-p", "short", sleep=3)
     for i in range(8):
         sb("serial", "-n", "2", "--mem=1000", "-p", "batch,short" if i % 2 else "short", sleep=2)
+    sb("exclusive", "--exclusive", "-n", "2", "--mem=1000", "-p", "short", sleep=3)
+    sb("mem_per_cpu", "-n", "4", "--mem-per-cpu=1500", "-p", "batch,short", sleep=3)
     sb("dependent", "-n", "1", "--mem=500", f"--dependency=afterok:{wide}", sleep=1)
     sb("user_held", "--hold", "-n", "1", "--mem=500")
     return jobs

@@ -16,9 +16,8 @@ from datetime import datetime
 from typing import Any
 
 from app.bridges.slurm.hostlist import expand
-from schemas.cluster import NodeIn
 from schemas.common import TIME_BOUND
-from schemas.schedule import PendingJobIn, ScheduleRequest
+from schemas.schedule import ScheduleRequest
 
 MARK = "hpcsched:held"
 UNLIMITED = 0xFFFFFFFE  # Slurm's NO_VAL and INFINITE are at and above this
@@ -34,9 +33,7 @@ AFTER = {
     "afterok": lambda state, code: state == "COMPLETED" and code == 0,
     "afternotok": lambda state, code: state in ENDED and not (state == "COMPLETED" and code == 0),
 }
-_NODE_FIELDS = set(NodeIn.model_fields)
-_JOB_FIELDS = set(PendingJobIn.model_fields)
-_REQ_FIELDS = set(ScheduleRequest.model_fields)
+MAX_WEIGHT = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -63,11 +60,9 @@ class SlurmView:
     partitions: dict[str, list[str]] = field(default_factory=dict)
 
     def request(self, policy: dict[str, Any] | None = None) -> ScheduleRequest:
-        """The POST /schedule body for this view (maintenance windows when the schema has them)."""
+        """The POST /schedule body for this view."""
         body: dict[str, Any] = {"now": self.now, "nodes": self.nodes, "running": self.running,
-                                "pending": self.pending}
-        if self.windows and "windows" in _REQ_FIELDS:
-            body["windows"] = self.windows
+                                "pending": self.pending, "windows": self.windows}
         if policy is not None:
             body["policy"] = policy
         return ScheduleRequest.model_validate(body)
@@ -79,9 +74,10 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) 
     without the job_submit.lua)."""
     view = SlurmView(now=text.now)
     raw_nodes = json.loads(text.nodes)["nodes"]
-    threads = {n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}
+    nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {})
     for n in raw_nodes:
         view.nodes.append(node_in(n))
+        nodes.caps[n["name"]] = view.nodes[-1]["capacity"]
         for p in n.get("partitions") or []:
             view.partitions.setdefault(p, []).append(n["name"])
     if not view.nodes:
@@ -90,19 +86,25 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) 
     jobs = json.loads(text.jobs)["jobs"]
     states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
     for j in jobs:
-        _take(view, j, started, threads, take_unheld, states)
+        _take(view, j, started, nodes, take_unheld, states)
     return view
 
 
-def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], threads: dict[str, int],
+@dataclass(frozen=True)
+class _Nodes:
+    threads: dict[str, int]
+    caps: dict[str, dict[str, int]]
+
+
+def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: _Nodes,
           take_unheld: bool, states: dict[str, tuple[str, int]]) -> None:
     jid, state = str(j["job_id"]), j["job_state"]
     view.comments[jid] = j.get("comment") or ""
     if state in HOLDING and j.get("job_resources"):
-        view.running.append(running_in(j, threads, view.now))
+        view.running.append(running_in(j, nodes.threads, view.now))
     elif state == "PENDING" and jid in started:
         if j.get("required_nodes"):
-            view.running.append(released_in(j, started[jid], view.now))
+            view.running.append(released_in(j, started[jid], view.now, nodes.caps))
         else:
             view.skipped[jid] = "released by the bridge but not pinned: left alone"
     elif state == "PENDING":
@@ -168,19 +170,13 @@ def node_in(n: dict[str, Any]) -> dict[str, Any]:
     """One `sinfo --json` node as a wire NodeIn."""
     parts = n.get("partitions") or ["default"]
     labels = [f for f in (n.get("active_features") or n.get("features") or "").split(",") if f]
-    node: dict[str, Any] = {
-        "id": n["name"], "labels": labels, "state": node_state(n),
+    return {
+        "id": n["name"], "queues": list(parts), "labels": labels, "state": node_state(n),
+        "weight": min(int(n.get("weight") or 1), MAX_WEIGHT),
         "capacity": {"cpu": max(1, int(n["cpus"])), "mem_mib": int(n.get("real_memory") or 0),
                      "gpu": gres_gpus(n.get("gres") or "")},
         "cpu_load": min(1.0, max(0.0, (n.get("cpu_load") or 0) / 100 / max(1, int(n["cpus"])))),
     }
-    if "queues" in _NODE_FIELDS:
-        node["queues"] = list(parts)
-    else:
-        node["queue"] = parts[0]
-    if "weight" in _NODE_FIELDS:
-        node["weight"] = min(int(n.get("weight") or 1), 2**32 - 1)
-    return node
 
 
 def node_state(n: dict[str, Any]) -> str:
@@ -228,13 +224,16 @@ def running_in(j: dict[str, Any], threads: dict[str, int], now: float) -> dict[s
             "start_time": start, "walltime_s": wall}
 
 
-def released_in(j: dict[str, Any], when: float, now: float) -> dict[str, Any]:
-    """A job the bridge released that Slurm has not started yet: it holds its chosen nodes."""
+def released_in(j: dict[str, Any], when: float, now: float,
+                caps: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """A job the bridge released that Slurm has not started yet: it holds its chosen nodes (all of
+    each, when exclusive)."""
     p = pending_in(j, allow_nodes=True)
     per = {"cpu": p["cpu"], "mem_mib": p.get("mem_mib", 0), "gpu": p["gpu"]}
     if p.get("mem_mib_per_cpu"):
         per["mem_mib"] = p["mem_mib_per_cpu"] * p["cpu"]
-    alloc = [{"node": n, **per} for n in expand(j.get("required_nodes") or "")]
+    nodes = expand(j.get("required_nodes") or "")
+    alloc = [{"node": n, **(caps[n] if p["exclusive"] and n in caps else per)} for n in nodes]
     return {"id": p["id"], "queue": p["queue"], "allocation": alloc, "start_time": min(when, now),
             "walltime_s": p["walltime_s"] + max(0.0, now - when)}
 
@@ -253,29 +252,14 @@ def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
         "walltime_s": walltime_s(j.get("time_limit")), "priority": -float(j.get("nice") or 0),
         "labels": [f for f in features.split("&") if f],
     }
-    _memory(job, j)
-    if (j.get("shared") == "none") or "exclusive" in str(j.get("shared") or ""):
-        _exclusive(job)
-    return job
-
-
-def _memory(job: dict[str, Any], j: dict[str, Any]) -> None:
     per_node, per_cpu = j.get("memory_per_node"), j.get("memory_per_cpu")
     if per_node:
         job["mem_mib"] = int(per_node)
-    elif per_cpu and "mem_mib_per_cpu" in _JOB_FIELDS:
-        job["mem_mib_per_cpu"] = int(per_cpu)
     elif per_cpu:
-        job["mem_mib"] = int(per_cpu) * job["cpu"]
-    else:  # no request: Slurm gives it the whole memory of each node (DefMemPerNode unset)
-        _exclusive(job)
-
-
-def _exclusive(job: dict[str, Any]) -> None:
-    if "exclusive" in _JOB_FIELDS:
-        job["exclusive"] = True
-    else:
-        raise ValueError("whole-node job (exclusive, or no memory asked): needs the exclusive field")
+        job["mem_mib_per_cpu"] = int(per_cpu)
+    # no memory asked: Slurm gives the job each node's whole memory (DefMemPerNode unset)
+    job["exclusive"] = j.get("shared") == "none" or not (per_node or per_cpu)
+    return job
 
 
 def windows(text: str) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ class OverHttp:
         self.client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout_s, headers=headers)
 
     def __call__(self, req: ScheduleRequest) -> ScheduleResponse:
-        resp = self.client.post("/schedule", content=req.model_dump_json(exclude_none=True))
+        resp = self.client.post("/schedule", content=req.model_dump_json(exclude_unset=True))
         if resp.status_code >= 400:
             raise httpx.HTTPStatusError(f"POST /schedule: {resp.status_code} {resp.text[:500]}",
                                         request=resp.request, response=resp)
