@@ -154,9 +154,10 @@ def test_queue_drains(outcome: Outcome) -> None:
 def test_every_job_ran_where_the_service_chose(outcome: Outcome) -> None:
     """Slurm's records put each job on exactly the nodes the bridge released it to."""
     starts = _starts(outcome)
-    for jid, ran in outcome.final.items():
-        if ran.state == "COMPLETED":
-            assert set(ran.nodes) == starts[jid], jid
+    completed = [jid for jid, ran in outcome.final.items() if ran.state == "COMPLETED"]
+    assert len(completed) >= 40
+    for jid in completed:
+        assert set(outcome.final[jid].nodes) == starts[jid], jid
 
 
 def test_nothing_ran_that_the_service_did_not_start(outcome: Outcome) -> None:
