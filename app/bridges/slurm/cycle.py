@@ -100,9 +100,9 @@ class Bridge:
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
         pinned = [s for s in todo.starts if s.job_id not in self.state.started and self._run(s.pin(), rep)]
         self._release(pinned, rep)
-        for m in [*todo.moves, *todo.comments]:
-            for args in m.commands():
-                self._run(args, rep)
+        for args in [c for m in todo.moves for c in m.commands()] + \
+                [c for t in todo.comments for c in t.commands()]:
+            self._run(args, rep)
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:
         """Record the pinned jobs as started, then release them in batches; a batch Slurm refuses is

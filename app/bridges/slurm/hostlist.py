@@ -31,7 +31,7 @@ def _expand_one(part: str) -> list[str]:
         return [part]
     head, rest = part.split("[", 1)
     body, tail = rest.split("]", 1)
-    names = []
+    names: list[str] = []
     for item in body.split(","):
         m = _RANGE.match(item)
         if m is None:

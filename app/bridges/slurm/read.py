@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,7 @@ HOLDING = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING"}
 NOT_YET = {"Dependency", "DependencyNeverSatisfied", "BeginTime"}
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
          "DEADLINE", "PREEMPTED"}
-AFTER = {
+AFTER: dict[str, Callable[[str, int], bool]] = {
     "after": lambda state, code: state not in ("PENDING",),
     "afterany": lambda state, code: state in ENDED,
     "afterok": lambda state, code: state == "COMPLETED" and code == 0,
