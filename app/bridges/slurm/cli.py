@@ -1,6 +1,6 @@
 """`hpcsched slurm`: drive a Slurm cluster with the service as its scheduler.
 
-    hpcsched slurm run [--interval 10] [--url http://svc:8000] [--dry-run] [--policy easy]
+    hpcsched slurm run [--interval 10] [--url http://svc:8000] [--dry-run] [--policy easy] [--cached ID]
     hpcsched slurm once [--dry-run]          one cycle, then exit
     hpcsched slurm explain JOBID             the last priority, factors, reason and estimate
 
@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge, CycleReport
 from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import in_process, over_http
@@ -35,14 +36,17 @@ Params = Annotated[str | None, typer.Option(help="policy parameters as a JSON ob
 StatePath = Annotated[Path, typer.Option("--state", help="the bridge's state file")]
 Events = Annotated[Path | None, typer.Option("--log", help="append one JSON line per event here")]
 Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLURM_CONF or Slurm's own)")]
+Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
+                                            "(PUT once, PATCH the changes, send only the pending jobs)")]
 DEFAULT_STATE = Path("hpcsched-slurm.json")
 
 
 def _bridge(url: str | None, api_key: str | None, dry_run: bool, policy: str, params: str | None,
-            state: Path, events: Path | None, conf: str | None) -> Bridge:
+            state: Path, events: Path | None, conf: str | None, cached: str | None = None) -> Bridge:
     spec: dict[str, Any] = {"name": policy, **({"params": json.loads(params)} if params else {})}
-    decide = over_http(url, api_key) if url else in_process()
-    return Bridge(CommandRunner(conf), decide, BridgeState.load(state), spec, dry_run, events)
+    service = over_http(url, api_key) if url else in_process()
+    cache = CachedCluster(service, cached) if cached else None
+    return Bridge(CommandRunner(conf), service, BridgeState.load(state), spec, dry_run, events, cache)
 
 
 def _show(bridge: Bridge, rep: CycleReport) -> None:
@@ -65,10 +69,10 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         cycles: Annotated[int | None, typer.Option(help="stop after N cycles")] = None,
         url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
         params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
-        conf: Conf = None) -> None:
+        conf: Conf = None, cached: Cached = None) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf)
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf, cached)
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)

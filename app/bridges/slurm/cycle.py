@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from app.bridges.slurm.apply import Plan, Start, plan, release
+from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.read import SlurmView, read
 from app.bridges.slurm.runner import Runner, SlurmError
 from app.bridges.slurm.service import Decide
@@ -46,6 +47,7 @@ class Bridge:
     policy: dict[str, Any] | None = None
     dry_run: bool = False
     events: Path | None = None
+    cache: CachedCluster | None = None
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures."""
@@ -55,7 +57,7 @@ class Bridge:
             text = self.runner.read()
             t1 = time.perf_counter()
             view = read(text, self.state.started, take_unheld=self.dry_run)
-            req = view.request(self.policy)
+            req = self.cache.request(view, self.policy) if self.cache else view.request(self.policy)
             t2 = time.perf_counter()
             resp = self.decide(req) if view.pending else None
             t3 = time.perf_counter()
@@ -70,7 +72,8 @@ class Bridge:
                 self._apply(plan(resp, view), rep)
         rep.timing_ms["apply"] = (time.perf_counter() - t3) * 1e3
         self.state.save()
-        self._event("cycle", timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
+        self._event("cycle", cache=self.cache.last_write if self.cache else None,
+                    timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
                     skipped=view.skipped, started=rep.started, errors=rep.errors, dry_run=self.dry_run)
         return rep
 
