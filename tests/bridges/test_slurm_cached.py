@@ -54,7 +54,8 @@ def _fresh(text: SlurmText) -> list[tuple[str, list[str]]]:
 def test_patch_says_exactly_what_changed() -> None:
     """Between two reads: the ended job, the drained node and the new window, nothing else."""
     started = recorded.started()
-    old, new = Seen.of(read(recorded.text(), started)), Seen.of(read(_later(recorded.text(), window=True), started))
+    old = Seen.of(read(recorded.text(), started))
+    new = Seen.of(read(_later(recorded.text(), window=True), started))
     changes = changes_between(old, new)
     assert changes is not None
     assert [(c["op"], c.get("job_id") or c.get("node_id") or c["window"]["id"]) for c in changes] == \

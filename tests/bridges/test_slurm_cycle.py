@@ -198,3 +198,25 @@ def test_over_http_decides_as_in_process(tmp_path: Path) -> None:
     assert remote.response is not None and local.response is not None
     assert [(s.job_id, s.node_ids) for s in remote.response.starts] == \
         [(s.job_id, s.node_ids) for s in local.response.starts]
+
+
+def test_loop_wakes_early_when_slurm_counters_move(tmp_path: Path) -> None:
+    """The wait after a cycle ends at the first counter change past 2 s, or lasts the interval."""
+    ticks = iter(range(1000))
+    for counters, want in ((lambda: str(next(ticks)), 2.0), (lambda: "same", 10.0)):
+        runner = RecordedRunner(recorded.text(), counters=counters)
+        bridge = Bridge(runner, in_process(), BridgeState(None), dry_run=True)
+        slept: list[float] = []
+        bridge.loop(10.0, cycles=2, sleep=slept.append)
+        assert sum(slept) == want
+
+
+def test_job_counters_from_sdiag() -> None:
+    """sdiag's five job counters make the fingerprint; other lines do not move it."""
+    from app.bridges.slurm.runner import job_counters
+
+    text = ("Server thread count:  3\nAgent queue size:     0\n\nJobs submitted: 12\nJobs started:   3\n"
+            "Jobs completed: 1\nJobs canceled:  0\nJobs failed:    0\n\nJobs pending:   9\n")
+    assert job_counters(text) == "12/3/1/0/0"
+    assert job_counters(text.replace("Jobs pending:   9", "Jobs pending:   8")) == "12/3/1/0/0"
+    assert job_counters(text.replace("Jobs completed: 1", "Jobs completed: 2")) == "12/3/2/0/0"

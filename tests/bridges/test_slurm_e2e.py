@@ -94,12 +94,14 @@ def _drive(slurm: LocalSlurm, root: Path, work: Path, url: str) -> Outcome:
     bridge = Bridge(CommandRunner(str(slurm.conf)), service, BridgeState.load(state), None, False, log)
     ours = {j.job_id for j in jobs if j.kind != "user_held"}
     deadline = time.monotonic() + 240
+
+    def drained(_: object) -> bool:
+        now = records(slurm)
+        return time.monotonic() > deadline or all(
+            now[j].state not in ("PENDING", "RUNNING", "COMPLETING") for j in ours)
+
     try:
-        while time.monotonic() < deadline:
-            bridge.loop(INTERVAL_S, cycles=1)
-            now = records(slurm)
-            if all(now[j].state not in ("PENDING", "RUNNING", "COMPLETING") for j in ours):
-                break
+        bridge.loop(INTERVAL_S, done=drained)
     finally:
         service.close()
     return Outcome(slurm, jobs, window, before, after, _lines(shadow_log), out.stdout, _lines(log),

@@ -36,6 +36,7 @@ Params = Annotated[str | None, typer.Option(help="policy parameters as a JSON ob
 StatePath = Annotated[Path, typer.Option("--state", help="the bridge's state file")]
 Events = Annotated[Path | None, typer.Option("--log", help="append one JSON line per event here")]
 Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLURM_CONF or Slurm's own)")]
+Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
 Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
                                             "(PUT once, PATCH the changes, send only the pending jobs)")]
 DEFAULT_STATE = Path("hpcsched-slurm.json")
@@ -69,7 +70,8 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         cycles: Annotated[int | None, typer.Option(help="stop after N cycles")] = None,
         url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
         params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
-        conf: Conf = None, cached: Cached = None) -> None:
+        conf: Conf = None, cached: Cached = None,
+        wake: Wake = True) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf, cached)
@@ -78,7 +80,7 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         _show(bridge, rep)
         return False
 
-    bridge.loop(interval, cycles, shown)
+    bridge.loop(interval, cycles, shown, wake)
 
 
 @slurm_cli.command()

@@ -145,13 +145,30 @@ class Bridge:
             f.write(json.dumps({"t": time.time(), "event": event, **data}) + "\n")
 
     def loop(self, interval_s: float, cycles: int | None = None,
-             done: Callable[[CycleReport], bool] = lambda rep: False) -> None:
-        """Cycle every `interval_s` (from the start of one to the start of the next)."""
+             done: Callable[[CycleReport], bool] = lambda rep: False, wake: bool = True,
+             sleep: Callable[[float], None] = time.sleep) -> None:
+        """Cycle, then wait `interval_s`; with `wake`, less when the controller's job counters move
+        (a job submitted, started or ended; polled each second, never two cycles within 2 s)."""
         n = 0
         while cycles is None or n < cycles:
-            t0 = time.monotonic()
             rep = self.cycle()
             n += 1
-            if done(rep):
+            if done(rep) or (cycles is not None and n >= cycles):
                 return
-            time.sleep(max(0.0, interval_s - (time.monotonic() - t0)))
+            self._wait(interval_s, wake, sleep)
+
+    def _wait(self, interval_s: float, wake: bool, sleep: Callable[[float], None]) -> None:
+        mark = self._counters() if wake else None
+        waited, poll = 0.0, min(1.0, interval_s)
+        while waited < interval_s:
+            sleep(poll)
+            waited += poll
+            if mark is not None and waited >= min(2.0, interval_s) and self._counters() != mark:
+                self._event("wake", after_s=waited)
+                return
+
+    def _counters(self) -> str | None:
+        try:
+            return self.runner.changes()
+        except SlurmError:
+            return None
