@@ -133,13 +133,14 @@ def _measure(slurm: Any, n_nodes: int, n_jobs: int) -> tuple[list[dict[str, Any]
         bridge = Bridge(runner, in_process(), BridgeState(None), None, dry_run=True)
         rep = bridge.cycle()
         runs.append((rep, _count_commands(rep)))
-    cmd_ms = _command_ms(slurm)
+    alone_ms, cmd_ms = _command_ms(slurm)
     pending = len(runs[0][0].view.pending) if runs[0][0].view else 0
     row = _row("real Slurm", n_nodes, pending, runs, cmd_ms)
     ms = {k: v / 1e3 for k, v in sdiag.items() if k != "bf_depth" and k != "bf_cycles"}
     row.update({"slurm_bf_last_ms": ms.get("bf_last"), "slurm_bf_mean_ms": ms.get("bf_mean"),
                 "slurm_bf_depth": sdiag.get("bf_depth"), "slurm_main_mean_ms": ms.get("main_mean"),
-                "bf_cycles": sdiag.get("bf_cycles"), "scontrol_ms": cmd_ms})
+                "bf_cycles": sdiag.get("bf_cycles"), "scontrol_ms": alone_ms,
+                "scontrol_ms_4_at_once": cmd_ms})
     return [row], cmd_ms
 
 
@@ -165,15 +166,20 @@ def _sdiag(text: str) -> dict[str, int]:
     return out
 
 
-def _command_ms(slurm: Any) -> float:
-    """Median wall time of one `scontrol update ... Comment=` on this controller."""
-    jobs = slurm.run("squeue", "-h", "-o", "%i", "-t", "PD").split()[:10]
+def _command_ms(slurm: Any, workers: int = 4) -> tuple[float, float]:
+    """`scontrol update ... Comment=` on this controller: the median wall time of one call alone,
+    and the wall time per call when the bridge runs `workers` at once (its default)."""
+    jobs = slurm.run("squeue", "-h", "-o", "%i", "-t", "PD").split()[:40]
     times = []
-    for jid in jobs:
+    for jid in jobs[:10]:
         t0 = time.perf_counter()
         slurm.run("scontrol", "update", f"JobId={jid}", "Comment=bench")
         times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times) if times else float("nan")
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(workers) as ex:
+        list(ex.map(lambda j: slurm.run("scontrol", "update", f"JobId={j}", "Comment=bench4"), jobs))
+    parallel = (time.perf_counter() - t0) * 1e3 / max(1, len(jobs))
+    return (statistics.median(times) if times else float("nan")), parallel
 
 
 def main(nodes: int = 1000, jobs: int = 5000, repeat: int = 3,
