@@ -193,7 +193,7 @@ def main(nodes: int = 1000, jobs: int = 5000, repeat: int = 3,
         result["real"] = real
     synth = synthetic_rows(nodes, jobs, repeat, cmd_ms)
     title = ("one bridge cycle on a synthesized Slurm state (apply against a recording runner; "
-             "apply_real_s = commands x the real part's scontrol latency)")
+             "apply_real_s = commands x the real part's scontrol time per call, four at once)")
     tables.insert(0, _table(title, synth))
     result["synthetic"] = synth
     finish(console, tables, result, json_out)
