@@ -221,13 +221,3 @@ def test_job_counters_from_sdiag() -> None:
     assert job_counters(text.replace("Jobs pending:   9", "Jobs pending:   8")) == "12/3/1/0/0"
     assert job_counters(text.replace("Jobs completed: 1", "Jobs completed: 2")) == "12/3/2/0/0"
 
-
-def test_parallel_apply_sends_what_serial_apply_sends(tmp_path: Path) -> None:
-    """Pins and comments run four at a time send the same commands and start the same jobs."""
-    out = []
-    for workers in (1, 4):
-        runner = RecordedRunner(recorded.text(idle=True))
-        bridge = Bridge(runner, in_process(), BridgeState(None), workers=workers)
-        rep = bridge.cycle()
-        out.append((sorted(map(tuple, runner.commands)), sorted(rep.started), rep.commands))
-    assert out[0] == out[1] and out[0][1]

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,8 +48,6 @@ class Bridge:
     dry_run: bool = False
     events: Path | None = None
     cache: CachedCluster | None = None
-    workers: int = 4
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures."""
@@ -105,18 +101,11 @@ class Bridge:
                         end=r.end_time, dry_run=self.dry_run)
 
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
-        fresh = [s for s in todo.starts if s.job_id not in self.state.started]
-        pinned = [s for s, ok in zip(fresh, self._run_all([s.pin() for s in fresh], rep), strict=True) if ok]
+        pinned = [s for s in todo.starts if s.job_id not in self.state.started and self._run(s.pin(), rep)]
         self._release(pinned, rep)
-        self._run_all([c for m in todo.moves for c in m.commands()], rep)
-        self._run_all([c for t in todo.comments for c in t.commands()], rep)
-
-    def _run_all(self, commands: list[list[str]], rep: CycleReport) -> list[bool]:
-        """Independent commands, `workers` at a time (Slurm serialises what must be); in order."""
-        if self.workers <= 1 or len(commands) <= 1:
-            return [self._run(c, rep) for c in commands]
-        with ThreadPoolExecutor(self.workers) as pool:
-            return list(pool.map(lambda c: self._run(c, rep), commands))
+        for args in [c for m in todo.moves for c in m.commands()] + \
+                [c for t in todo.comments for c in t.commands()]:
+            self._run(args, rep)
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:
         """Record the pinned jobs as started, then release them in batches; a batch Slurm refuses is
@@ -139,18 +128,15 @@ class Bridge:
                     del self.state.started[s.job_id]
 
     def _run(self, args: list[str], rep: CycleReport) -> bool:
+        rep.commands += 1
         try:
             self.runner.run(args)
-            ok, error = True, ""
+            return True
         except SlurmError as exc:
-            ok, error = False, str(exc)
-        with self._lock:
-            rep.commands += 1
-            if not ok:
-                log.warning("skipped: %s", error)
-                rep.errors.append(error)
-                self._event("command_failed", args=args, error=error)
-        return ok
+            log.warning("skipped: %s", exc)
+            rep.errors.append(str(exc))
+            self._event("command_failed", args=args, error=str(exc))
+            return False
 
     def _event(self, event: str, **data: Any) -> None:
         if self.events is None:

@@ -100,6 +100,6 @@ class RecordedRunner:
         return self.counters()
 
     def run(self, args: list[str]) -> None:
-        self.commands.append(list(args))  # list.append is atomic: safe from the apply's threads
+        self.commands.append(list(args))
         if self.fail(args):
             raise SlurmError(f"{' '.join(args[:3])}: refused (recorded runner)")
