@@ -71,15 +71,24 @@ def test_a_node_change_the_patch_cannot_say_means_a_put() -> None:
     assert changes_between(Seen.of(view), Seen.of(bigger)) is None
 
 
-def test_patched_cache_decides_as_a_fresh_one() -> None:
-    """PUT then PATCH: each cycle's starts equal those of a cache PUT whole from the same read."""
+def _inline(text: SlurmText) -> list[tuple[str, list[str]]]:
+    """The starts of an inline request (no cache) on the same read."""
+    return _starts(Bridge(RecordedRunner(text), in_process(), BridgeState(None, recorded.started()),
+                          dry_run=True))
+
+
+def test_patched_cache_decides_as_a_fresh_one_and_as_inline() -> None:
+    """PUT then PATCH (a job ended, a node drained, a window added): each cycle's starts equal
+    those of a cache PUT whole from the same read, and those of an inline request."""
     service = in_process()
     cache = CachedCluster(service, "slurm")
     runner = RecordedRunner(recorded.text())
     bridge = Bridge(runner, service, BridgeState(None, recorded.started()), dry_run=True, cache=cache)
-    assert _starts(bridge) == _fresh(recorded.text()) and cache.last_write == "put"
-    runner.text = _later(recorded.text())
-    assert _starts(bridge) == _fresh(runner.text) and cache.last_write.startswith("patch (2")
+    assert _starts(bridge) == _fresh(recorded.text()) == _inline(recorded.text())
+    assert cache.last_write == "put"
+    runner.text = _later(recorded.text(), window=True)
+    assert _starts(bridge) == _fresh(runner.text) == _inline(runner.text)
+    assert cache.last_write.startswith("patch (3")
     assert _starts(bridge) == _fresh(runner.text) and cache.last_write == "unchanged"
 
 

@@ -1,5 +1,7 @@
 """The bridge against a real Slurm (slurmctld + one slurmd per node, started here): a mixed
-workload drains with every job run where the service chose, and shadow mode changes nothing."""
+workload drains with every job run where the service chose, and shadow mode changes nothing.
+Shadow mode runs through the CLI with the service in process and inline snapshots; the drain runs
+the library against a real uvicorn on the cached path (PUT once, then PATCHes)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 import uvicorn
 
+from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import over_http
@@ -91,7 +94,8 @@ def _drive(slurm: LocalSlurm, root: Path, work: Path, url: str) -> Outcome:
     assert out.returncode == 0, out.stderr
     after = records(slurm)
     service = over_http(url)
-    bridge = Bridge(CommandRunner(str(slurm.conf)), service, BridgeState.load(state), None, False, log)
+    bridge = Bridge(CommandRunner(str(slurm.conf)), service, BridgeState.load(state), None, False, log,
+                    cache=CachedCluster(service, "e2e"))  # the cached path: PUT once, then PATCHes
     ours = {j.job_id for j in jobs if j.kind != "user_held"}
     deadline = time.monotonic() + 240
 
@@ -221,6 +225,13 @@ def test_dependency_waited(outcome: Outcome) -> None:
     """The dependent job started only after the job it depends on ended."""
     (wide,), (dep,) = _kind(outcome, "wide"), _kind(outcome, "dependent")
     assert outcome.final[dep].start >= outcome.final[wide].end
+
+
+def test_cached_path_was_patched(outcome: Outcome) -> None:
+    """The drain PUT the cluster once and then sent PATCHes (the cache followed Slurm)."""
+    writes = [e["cache"] for e in outcome.events if e["event"] == "cycle"]
+    assert writes[0] == "put" and any(w.startswith("patch") for w in writes)
+    assert writes.count("put") == 1
 
 
 def test_explain_reports_a_started_job(outcome: Outcome) -> None:
