@@ -4,6 +4,7 @@
     hpcsched compare TRACE --policies fcfs,easy,conservative [--plots DIR]
     hpcsched compare TRACE --split-queues --policies 'easy,easy:migration={"mode":"static"}'
     hpcsched tune TRACE [--objective bsld|wait|mix:bsld=0.7,wait=0.3|maxwait-cap:S] [--scheduler ADDR]
+    hpcsched slurm run|once|explain ...   drive a Slurm cluster (hpcsched slurm --help)
 
 A policy in --policies may carry its own parameters: `name:k=v;k=v` (v as JSON), on top of --param;
 `predicted=true` among them (or --predict-runtimes for all) tells the scheduler predicted run times.
@@ -22,6 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from app.bridges.slurm.cli import slurm_cli
 from app.convert import params_from_wire
 from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
@@ -31,6 +33,7 @@ from app.sim.workload import Machine, Reading, Workload, default_machine, partit
 from schemas.policies import PolicySpec
 
 cli = typer.Typer(add_completion=False, help=__doc__)
+cli.add_typer(slurm_cli, name="slurm")
 console = Console(width=160)
 SPEC = TypeAdapter(PolicySpec)
 SIM_GRAIN_S = 1  # the replay's default time grain: exact times, as in the literature's simulators

@@ -1,0 +1,1 @@
+"""Resource-manager bridges: clients of the service that drive a real resource manager."""

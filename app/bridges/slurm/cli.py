@@ -1,0 +1,109 @@
+"""`hpcsched slurm`: drive a Slurm cluster with the service as its scheduler.
+
+    hpcsched slurm run [--interval 10] [--url http://svc:8000] [--dry-run] [--policy easy] [--cached ID]
+    hpcsched slurm once [--dry-run]          one cycle, then exit
+    hpcsched slurm explain JOBID             the last priority, factors, reason and estimate
+
+Without --url the service runs in process. Run as root (or SlurmUser) on a host with Slurm's
+client programs; see the README's "Slurm" section for the job_submit.lua recipe.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from app.bridges.slurm.cached import CachedCluster
+from app.bridges.slurm.cycle import Bridge, CycleReport
+from app.bridges.slurm.runner import CommandRunner
+from app.bridges.slurm.service import in_process, over_http
+from app.bridges.slurm.shadow import table
+from app.bridges.slurm.state import BridgeState
+
+slurm_cli = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
+console = Console(width=160)
+
+Url = Annotated[str | None, typer.Option(help="the service's base URL; default: in process")]
+ApiKey = Annotated[str | None, typer.Option(envvar="HPCSCHED_API_KEY", help="X-API-Key for --url")]
+DryRun = Annotated[bool, typer.Option("--dry-run", help="shadow mode: change nothing, print both plans")]
+Policy = Annotated[str, typer.Option(help="policy name")]
+Params = Annotated[str | None, typer.Option(help="policy parameters as a JSON object")]
+StatePath = Annotated[Path, typer.Option("--state", help="the bridge's state file")]
+Events = Annotated[Path | None, typer.Option("--log", help="append one JSON line per event here")]
+Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLURM_CONF or Slurm's own)")]
+Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
+Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
+                                            "(PUT once, PATCH the changes, send only the pending jobs)")]
+DEFAULT_STATE = Path("hpcsched-slurm.json")
+
+
+def _bridge(url: str | None, api_key: str | None, dry_run: bool, policy: str, params: str | None,
+            state: Path, events: Path | None, conf: str | None, cached: str | None = None) -> Bridge:
+    spec: dict[str, Any] = {"name": policy, **({"params": json.loads(params)} if params else {})}
+    service = over_http(url, api_key) if url else in_process()
+    cache = CachedCluster(service, cached) if cached else None
+    return Bridge(CommandRunner(conf), service, BridgeState.load(state), spec, dry_run, events, cache)
+
+
+def _show(bridge: Bridge, rep: CycleReport) -> None:
+    if not rep.ok:
+        console.print(f"[red]cycle skipped[/red]: {'; '.join(rep.errors)}")
+        return
+    times = " ".join(f"{k} {v:.0f} ms" for k, v in rep.timing_ms.items())
+    pending = len(rep.view.pending) if rep.view else 0
+    console.print(f"cycle: {pending} pending sent, started {rep.started or 'none'}, "
+                  f"{rep.commands} commands, {len(rep.errors)} errors ({times})")
+    if bridge.dry_run and rep.response is not None:
+        try:
+            console.print(table(rep.response, bridge.runner.slurm_plan()))
+        except Exception as exc:  # noqa: BLE001 - Slurm's plan is a courtesy
+            console.print(f"(Slurm's own plan not read: {exc})")
+
+
+@slurm_cli.command()
+def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] = 10.0,
+        cycles: Annotated[int | None, typer.Option(help="stop after N cycles")] = None,
+        url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
+        params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
+        conf: Conf = None, cached: Cached = None,
+        wake: Wake = True) -> None:
+    """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf, cached)
+
+    def shown(rep: CycleReport) -> bool:
+        _show(bridge, rep)
+        return False
+
+    bridge.loop(interval, cycles, shown, wake)
+
+
+@slurm_cli.command()
+def once(url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
+         params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
+         conf: Conf = None) -> None:
+    """One cycle, then exit (exit 1 when it could not read Slurm or reach the service)."""
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf)
+    rep = bridge.cycle()
+    _show(bridge, rep)
+    if not rep.ok:
+        raise typer.Exit(1)
+
+
+@slurm_cli.command()
+def explain(job_id: str, state: StatePath = DEFAULT_STATE) -> None:
+    """Why a pending job waits, and its priority factors, as of the bridge's last cycle (our sprio)."""
+    saved = BridgeState.load(state)
+    if job_id in saved.started:
+        console.print(f"job {job_id}: released by hpcsched")
+        return
+    info = saved.explain.get(job_id)
+    if info is None:
+        console.print(f"job {job_id}: not in the bridge's state ({state}): not pending, or not yet seen")
+        raise typer.Exit(1)
+    console.print_json(json.dumps({"job_id": job_id, **info}))

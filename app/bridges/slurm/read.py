@@ -1,0 +1,280 @@
+"""Slurm's JSON (`sinfo -N --json`, `squeue --json`, `scontrol show -o reservation`) to the wire.
+
+Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
+a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`) whose
+dependencies are met and whose begin time has come. A job the user held, one waiting on a
+dependency, and one not held by the recipe (Slurm may start it itself) are never sent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from app.bridges.slurm.hostlist import expand
+from schemas.common import TIME_BOUND
+from schemas.schedule import ScheduleRequest
+
+MARK = "hpcsched:held"
+UNLIMITED = 0xFFFFFFFE  # Slurm's NO_VAL and INFINITE are at and above this
+DOWN_STATES = {"down", "fail", "failing", "future", "unknown", "power_down", "powered_down"}
+DRAIN_FLAGS = {"DRAIN", "DRAINING", "DRAINED", "FAIL", "POWER_DOWN", "POWERED_DOWN", "NOT_RESPONDING"}
+HOLDING = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING"}
+NOT_YET = {"Dependency", "DependencyNeverSatisfied", "BeginTime"}
+ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL",
+         "DEADLINE", "PREEMPTED"}
+AFTER: dict[str, Callable[[str, int], bool]] = {
+    "after": lambda state, code: state not in ("PENDING",),
+    "afterany": lambda state, code: state in ENDED,
+    "afterok": lambda state, code: state == "COMPLETED" and code == 0,
+    "afternotok": lambda state, code: state in ENDED and not (state == "COMPLETED" and code == 0),
+}
+MAX_WEIGHT = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class SlurmText:
+    """What one read of the controller returned, as text (so a cycle replays from recordings)."""
+
+    nodes: str
+    jobs: str
+    reservations: str
+    now: float
+
+
+@dataclass
+class SlurmView:
+    """The wire snapshot of one read, and what the bridge needs to act on its answer."""
+
+    now: float
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    running: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    comments: dict[str, str] = field(default_factory=dict)
+    partitions: dict[str, list[str]] = field(default_factory=dict)
+
+    def request(self, policy: dict[str, Any] | None = None) -> ScheduleRequest:
+        """The POST /schedule body for this view."""
+        body: dict[str, Any] = {"now": self.now, "nodes": self.nodes, "running": self.running,
+                                "pending": self.pending, "windows": self.windows}
+        if policy is not None:
+            body["policy"] = policy
+        return ScheduleRequest.model_validate(body)
+
+
+def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) -> SlurmView:
+    """The view of one read. `started`: jobs the bridge released (id -> when), never sent again;
+    `take_unheld`: also send pending jobs the recipe did not hold (shadow mode on a cluster
+    without the job_submit.lua)."""
+    view = SlurmView(now=text.now)
+    raw_nodes = json.loads(text.nodes)["nodes"]
+    nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {})
+    for n in raw_nodes:
+        view.nodes.append(node_in(n))
+        nodes.caps[n["name"]] = view.nodes[-1]["capacity"]
+        for p in n.get("partitions") or []:
+            view.partitions.setdefault(p, []).append(n["name"])
+    if not view.nodes:
+        raise ValueError("Slurm reports no nodes")
+    view.windows = windows(text.reservations)
+    jobs = json.loads(text.jobs)["jobs"]
+    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
+    for j in jobs:
+        _take(view, j, started, nodes, take_unheld, states)
+    return view
+
+
+@dataclass(frozen=True)
+class _Nodes:
+    threads: dict[str, int]
+    caps: dict[str, dict[str, int]]
+
+
+def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: _Nodes,
+          take_unheld: bool, states: dict[str, tuple[str, int]]) -> None:
+    jid, state = str(j["job_id"]), j["job_state"]
+    view.comments[jid] = j.get("comment") or ""
+    if state in HOLDING and j.get("job_resources"):
+        view.running.append(running_in(j, nodes.threads, view.now))
+    elif state == "PENDING" and jid in started:
+        if j.get("required_nodes"):
+            view.running.append(released_in(j, started[jid], view.now, nodes.caps))
+        else:
+            view.skipped[jid] = "released by the bridge but not pinned: left alone"
+    elif state == "PENDING":
+        why = not_ours(j, view.now, take_unheld) or waits_on(j.get("dependency") or "", states)
+        if why:
+            view.skipped[jid] = why
+            return
+        try:
+            view.pending.append(pending_in(j))
+        except ValueError as exc:
+            view.skipped[jid] = str(exc)
+
+
+def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
+    """Why this pending job is not the service's to decide ("" when it is)."""
+    marked = MARK in (j.get("admin_comment") or "")
+    if j.get("priority", 0) == 0 and not marked:
+        return "held by its user (or an administrator): left alone"
+    if j.get("state_reason") in NOT_YET:
+        return f"not eligible yet ({j.get('state_reason')}): left alone"
+    if (j.get("begin_time") or j.get("eligible_time") or 0) > now + 1:
+        return "its begin time is still to come: left alone"
+    if j.get("priority", 0) != 0 and not take_unheld:
+        return "not held by hpcsched's job_submit.lua: Slurm may start it itself"
+    return unmapped(j)
+
+
+def unmapped(j: dict[str, Any]) -> str:
+    """What a job asks that the wire cannot say ("" when nothing): such a job is left held, and
+    the reason logged, rather than started with part of its request dropped."""
+    for key, what in (("het_job_id", "heterogeneous job"), ("array_task_string", "job array"),
+                      ("licenses", "licenses"), ("required_nodes", "a node list"),
+                      ("excluded_nodes", "excluded nodes"), ("resv_name", "a reservation")):
+        if j.get(key):
+            return f"asks for {what} ({j[key]}): not mapped, left held"
+    return ""
+
+
+def waits_on(dependency: str, states: dict[str, tuple[str, int]]) -> str:
+    """Why a job's dependencies are not met ("" when they are). Slurm does not test the
+    dependencies of a held job, so the bridge does, from the same read: `after` (started),
+    `afterany` (ended), `afterok`/`afternotok` (ended well/badly), all (`,`) or any (`?`) of
+    them. A job Slurm no longer lists counts as ended well; `singleton` and `aftercorr` are not
+    mapped (the job waits)."""
+    if not dependency or dependency == "(null)":
+        return ""
+    any_of = "?" in dependency
+    met = [_met(item, states) for item in re.split(r"[,?]", dependency) if item]
+    if (any(met) if any_of else all(met)):
+        return ""
+    return f"waits on its dependency {dependency}: left alone"
+
+
+def _met(item: str, states: dict[str, tuple[str, int]]) -> bool:
+    kind, _, rest = re.sub(r"\(.*?\)", "", item).partition(":")
+    ids = [i.split("+")[0].split("_")[0] for i in rest.split(":") if i]
+    if kind not in AFTER or not ids:
+        return False
+    return all(AFTER[kind](*states.get(i, ("COMPLETED", 0))) for i in ids)
+
+
+def node_in(n: dict[str, Any]) -> dict[str, Any]:
+    """One `sinfo --json` node as a wire NodeIn."""
+    parts = n.get("partitions") or ["default"]
+    labels = [f for f in (n.get("active_features") or n.get("features") or "").split(",") if f]
+    return {
+        "id": n["name"], "queues": list(parts), "labels": labels, "state": node_state(n),
+        "weight": min(int(n.get("weight") or 1), MAX_WEIGHT),
+        "capacity": {"cpu": max(1, int(n["cpus"])), "mem_mib": int(n.get("real_memory") or 0),
+                     "gpu": gres_gpus(n.get("gres") or "")},
+        "cpu_load": min(1.0, max(0.0, (n.get("cpu_load") or 0) / 100 / max(1, int(n["cpus"])))),
+    }
+
+
+def node_state(n: dict[str, Any]) -> str:
+    """up, down or drain, from the node's base state and its flags."""
+    base = (n.get("state") or "unknown").lower()
+    flags = {f.upper() for f in n.get("state_flags") or []}
+    if base in DOWN_STATES or "NOT_RESPONDING" in flags:
+        return "down"
+    if base == "drain" or flags & DRAIN_FLAGS:
+        return "drain"
+    return "up"
+
+
+def gres_gpus(gres: str) -> int:
+    """GPUs in a GRES string (`gpu:4`, `gpu:a100:2(S:0-1)`, `gres/gpu:2`); 0 when none."""
+    total = 0
+    for item in gres.split(","):
+        item = item.split("(")[0].replace("gres/", "").replace("gres:", "")
+        bits = item.split(":")
+        if bits[0] == "gpu" and len(bits) > 1 and bits[-1].isdigit():
+            total += int(bits[-1])
+        elif bits[0] == "gpu":
+            total += 1
+    return total
+
+
+def walltime_s(limit_min: int | None) -> float:
+    """A Slurm time limit (minutes; NO_VAL/INFINITE = none) in seconds, within the wire's bound."""
+    if limit_min is None or limit_min >= UNLIMITED or limit_min <= 0:
+        return 365 * 86400.0
+    return min(float(limit_min) * 60, TIME_BOUND)
+
+
+def running_in(j: dict[str, Any], threads: dict[str, int], now: float) -> dict[str, Any]:
+    """A running job with what it holds on each node."""
+    gpus = gres_gpus(j.get("tres_per_node") or "")
+    alloc = []
+    for a in j["job_resources"].get("allocated_nodes") or []:
+        cores = sum(len(s.get("cores") or {}) for s in (a.get("sockets") or {}).values())
+        alloc.append({"node": a["nodename"], "cpu": cores * threads.get(a["nodename"], 1),
+                      "mem_mib": int(a.get("memory_allocated") or 0), "gpu": gpus})
+    start = float(j.get("start_time") or now)
+    wall = max(walltime_s(j.get("time_limit")), now - start + 1)
+    return {"id": str(j["job_id"]), "queue": j["partition"].split(",")[0], "allocation": alloc,
+            "start_time": start, "walltime_s": wall}
+
+
+def released_in(j: dict[str, Any], when: float, now: float,
+                caps: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """A job the bridge released that Slurm has not started yet: it holds its chosen nodes (all of
+    each, when exclusive)."""
+    p = pending_in(j, allow_nodes=True)
+    per = {"cpu": p["cpu"], "mem_mib": p.get("mem_mib", 0), "gpu": p["gpu"]}
+    if p.get("mem_mib_per_cpu"):
+        per["mem_mib"] = p["mem_mib_per_cpu"] * p["cpu"]
+    nodes = expand(j.get("required_nodes") or "")
+    alloc = [{"node": n, **(caps[n] if p["exclusive"] and n in caps else per)} for n in nodes]
+    return {"id": p["id"], "queue": p["queue"], "allocation": alloc, "start_time": min(when, now),
+            "walltime_s": p["walltime_s"] + max(0.0, now - when)}
+
+
+def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
+    """A pending job as a wire PendingJobIn; ValueError when a request cannot be said there."""
+    nodes = max(1, int(j.get("node_count") or 1))
+    cpu = max(int(j.get("minimum_cpus_per_node") or 1), math.ceil(int(j.get("cpus") or 1) / nodes))
+    features = j.get("features") or ""
+    if any(c in features for c in "|[]*"):
+        raise ValueError(f"constraint {features!r} (or/counts): not mapped, only and-ed features")
+    job: dict[str, Any] = {
+        "id": str(j["job_id"]), "user": j.get("user_name") or str(j.get("user_id", "")),
+        "queue": (j.get("partition") or "default").split(",")[0], "submit_time": float(j["submit_time"]),
+        "nodes": nodes, "cpu": cpu, "gpu": gres_gpus(j.get("tres_per_node") or ""),
+        "walltime_s": walltime_s(j.get("time_limit")), "priority": -float(j.get("nice") or 0),
+        "labels": [f for f in features.split("&") if f],
+    }
+    per_node, per_cpu = j.get("memory_per_node"), j.get("memory_per_cpu")
+    if per_node:
+        job["mem_mib"] = int(per_node)
+    elif per_cpu:
+        job["mem_mib_per_cpu"] = int(per_cpu)
+    # no memory asked: Slurm gives the job each node's whole memory (DefMemPerNode unset)
+    job["exclusive"] = j.get("shared") == "none" or not (per_node or per_cpu)
+    return job
+
+
+def windows(text: str) -> list[dict[str, Any]]:
+    """Reservations (`scontrol show -o reservation`) as maintenance windows: nodes out from start
+    to end. Every reservation is one (a user reservation's jobs are not mapped)."""
+    out = []
+    for line in text.splitlines():
+        kv = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        if "ReservationName" not in kv or kv.get("Nodes", "(null)") == "(null)":
+            continue
+        out.append({"id": kv["ReservationName"], "nodes": expand(kv["Nodes"]),
+                    "start": _epoch(kv["StartTime"]), "end": _epoch(kv["EndTime"])})
+    return out
+
+
+def _epoch(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S").timestamp()

@@ -1,0 +1,174 @@
+"""A throw-away Slurm on this host: its own munged, slurmctld and one slurmd per node, in a temp dir.
+
+Nothing here reads /etc/slurm or talks to a munged or Slurm it did not start: every command is
+run with SLURM_CONF pointing at the temp dir's slurm.conf, which names its own munge socket.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "sinfo")
+
+
+def missing_binaries() -> list[str]:
+    """The Slurm/munge programs this harness needs that are not on PATH."""
+    return [b for b in BINARIES if shutil.which(b) is None]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    cpus: int = 8
+    mem_mib: int = 16_000
+    features: tuple[str, ...] = ()
+    weight: int = 1
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    name: str
+    nodes: tuple[str, ...]
+    default: bool = False
+
+
+@dataclass
+class LocalSlurm:
+    """One slurmctld and a slurmd per node, all on loopback, all under `root`."""
+
+    root: Path
+    nodes: list[NodeSpec]
+    partitions: list[PartitionSpec]
+    job_submit_lua: Path | None = None
+    scheduler: str = "sched/backfill"
+    sched_params: str = "bf_interval=5"
+    procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    logs: list[IO[bytes]] = field(default_factory=list)
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "slurm.conf"
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def run(self, *args: str, check: bool = True, timeout: float = 30) -> str:
+        out = subprocess.run(args, env=self.env(), capture_output=True, text=True, timeout=timeout)
+        if check and out.returncode != 0:
+            raise RuntimeError(f"{' '.join(args)}: {out.returncode} {out.stderr.strip()}")
+        return out.stdout
+
+    def start(self, timeout_s: float = 90) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._start_munge()
+        self._write_conf()
+        self._spawn("slurmctld", "-D", "-i")
+        self._wait(lambda: self.run("scontrol", "ping", check=False).find("UP") >= 0, timeout_s, "slurmctld")
+        for n in self.nodes:
+            self._spawn("slurmd", "-D", "-N", n.name)
+        self._wait(self._all_idle, timeout_s, "slurmd nodes idle")
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in reversed(self.procs):
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs.clear()
+        for f in self.logs:
+            f.close()
+        self.logs.clear()
+
+    def _spawn(self, *args: str) -> None:
+        log = open(self.root / f"{args[0]}-{len(self.procs)}.out", "wb")  # noqa: SIM115
+        self.logs.append(log)
+        self.procs.append(subprocess.Popen(args, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
+                                           start_new_session=True))
+
+    def _start_munge(self) -> None:
+        key = self.root / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o400)
+        self._spawn("munged", "-F", "--force", f"--key-file={key}", f"--socket={self.socket}",
+                    f"--pid-file={self.root / 'munged.pid'}", f"--log-file={self.root / 'munged.log'}",
+                    f"--seed-file={self.root / 'munged.seed'}")
+        self._wait(self.socket.exists, 20, "munged socket")
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "munge.sock"
+
+    def _all_idle(self) -> bool:
+        out = self.run("sinfo", "-h", "-N", "-o", "%N %t", check=False)
+        states = dict(line.split() for line in out.splitlines() if line.strip())
+        return len(states) == len(self.nodes) and all(s == "idle" for s in states.values())
+
+    def _wait(self, ok: object, timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if ok():  # type: ignore[operator]
+                return
+            for p in self.procs:
+                if p.poll() is not None:
+                    raise RuntimeError(f"{p.args[0]} exited ({p.returncode}) waiting for {what}; "
+                                       f"see {self.root}")
+            time.sleep(0.2)
+        raise RuntimeError(f"timed out waiting for {what}; see {self.root}")
+
+    def _write_conf(self) -> None:
+        ports = free_ports(len(self.nodes) + 1)
+        host = socket.gethostname().split(".")[0]
+        r = self.root
+        lines = [
+            "ClusterName=hpct", f"SlurmctldHost={host}(127.0.0.1)", f"SlurmctldPort={ports[0]}",
+            "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={self.socket}",
+            "SlurmUser=root", "SlurmdUser=root", f"StateSaveLocation={r / 'state'}",
+            f"SlurmctldPidFile={r / 'slurmctld.pid'}", f"SlurmctldLogFile={r / 'slurmctld.log'}",
+            f"SlurmdPidFile={r}/slurmd.%n.pid", f"SlurmdSpoolDir={r}/spool.%n",
+            f"SlurmdLogFile={r}/slurmd.%n.log", "SlurmdParameters=config_overrides",
+            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
+            "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+            "JobCompType=jobcomp/none", f"SchedulerType={self.scheduler}",
+            "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
+            "ReturnToService=2", "MinJobAge=3600", "InactiveLimit=0", "KillWait=2",
+            "SlurmctldTimeout=30", "SlurmdTimeout=60", "MessageTimeout=20",
+            f"SchedulerParameters={self.sched_params}", "PriorityType=priority/basic",
+        ]
+        if self.job_submit_lua is not None:
+            shutil.copy(self.job_submit_lua, r / "job_submit.lua")
+            lines.append("JobSubmitPlugins=lua")
+        for n, port in zip(self.nodes, ports[1:], strict=True):
+            feat = f" Feature={','.join(n.features)}" if n.features else ""
+            lines.append(f"NodeName={n.name} NodeAddr=127.0.0.1 NodeHostname={host} Port={port} "
+                         f"CPUs={n.cpus} RealMemory={n.mem_mib} Weight={n.weight}{feat} State=UNKNOWN")
+        for p in self.partitions:
+            default = "YES" if p.default else "NO"
+            lines.append(f"PartitionName={p.name} Nodes={','.join(p.nodes)} Default={default}"
+                         " MaxTime=INFINITE State=UP OverSubscribe=NO")
+        (r / "state").mkdir(exist_ok=True)
+        self.conf.write_text("\n".join(lines) + "\n")
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` loopback ports free right now (held open together so they differ)."""
+    socks = []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
