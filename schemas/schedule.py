@@ -100,7 +100,7 @@ class ScheduleRequest(Strict):
     policy: PolicySpec = Field(default_factory=EasyPolicy)
     examine: Literal["index", "all"] | None = Field(
         None, description="`index`: the pass sees only the candidate nodes the label-partition index "
-        "finds (algorithms.md §5); `all`: every node. Default: `index` for a `cluster_id`, `all` for "
+        "finds (docs/methods.md §5); `all`: every node. Default: `index` for a `cluster_id`, `all` for "
         "an inline snapshot")
     budget: BudgetIn | None = Field(
         None, description="a smaller budget than the service's (HPCSCHED_DECISION_TIME_S, "

@@ -1,4 +1,4 @@
-"""One scheduling pass over jobs in priority order: start, backfill, reserve or explain (algorithms.md §1).
+"""One scheduling pass over jobs in priority order: start, backfill, reserve or explain (docs/methods.md §1).
 
 For each job, in order:
 1. a job no node of its queue could ever hold is `never_fits` (or `node_down`);

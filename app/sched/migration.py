@@ -1,4 +1,4 @@
-"""Multi-queue load balancing by job migration (algorithms.md §2, seed 000 step S2).
+"""Multi-queue load balancing by job migration (docs/methods.md §2, seed 000 step S2).
 
 Queue load L_k is the dominant share (largest of the cpu, mem and gpu ratios) of what is allocated
 on the queue's usable nodes over their capacity. A node serving several queues (overlapping

@@ -1,4 +1,4 @@
-"""Which nodes a pass looks at when the cluster is indexed (algorithms.md §5): never the whole cluster.
+"""Which nodes a pass looks at when the cluster is indexed (docs/methods.md §5): never the whole cluster.
 
 For every class of pending jobs (queue, partitions searched, per-node demand) the index gives the
 members of the matching label partitions, lowest fragment score first, bucket by bucket from the

@@ -1,6 +1,6 @@
 """Queue orders: who goes first, and the priority breakdown reported for every job (like `sprio`).
 
-Migrated jobs always rank below jobs submitted to their queue directly (algorithms.md §2).
+Migrated jobs always rank below jobs submitted to their queue directly (docs/methods.md §2).
 Ties are broken by submit time, then by job id, so the order never depends on input order.
 """
 

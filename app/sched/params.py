@@ -13,7 +13,7 @@ UNLIMITED = 1_000_000
 
 @dataclass(frozen=True, slots=True)
 class MigrationParams:
-    """Multi-queue load balancing (algorithms.md §2)."""
+    """Multi-queue load balancing (docs/methods.md §2)."""
 
     mode: str = "static"  # "static" threshold or "dynamic" (migration cost vs waiting cost)
     threshold: float = 0.85  # L_thres: a queue above it takes no new jobs (static mode)
@@ -22,7 +22,7 @@ class MigrationParams:
 
 @dataclass(frozen=True, slots=True)
 class EvaluationParams:
-    """Node evaluation E (algorithms.md §4)."""
+    """Node evaluation E (docs/methods.md §4)."""
 
     cpu_weight: float = 0.6
     ram_weight: float = 0.4

@@ -1,4 +1,4 @@
-"""Label partitions of seed 003 (algorithms.md §5): which partitions a node is in, which one a job
+"""Label partitions of seed 003 (docs/methods.md §5): which partitions a node is in, which one a job
 searches, and when a node's changed free resources are worth moving it (hysteresis).
 
 Pure functions over the core's records; the cluster cache (a store) calls them and keeps the result.

@@ -5,7 +5,7 @@ instants where something changes (instant 0 is `now`, padding is INF), and `cum`
 free from that instant on. Running jobs and started jobs step it up when they end; reservations
 (bookings) step it down over their interval. So one vectorized pass answers, for every node at once,
 "the earliest time this node holds demand d for w seconds" (`earliest`), and "does it hold d over
-[t, end)" (`holds_over`) — the backfill rule of algorithms.md §1 without a per-node loop.
+[t, end)" (`holds_over`) — the backfill rule of docs/methods.md §1 without a per-node loop.
 
 Changes are recorded as intervals and folded into the matrix only when a question needs it
 (row by row when few nodes changed, else one vectorized rebuild).

@@ -15,7 +15,7 @@ notes:
   run time of 0 s, or no processor count at all, leaves the job out;
 - jobs arrive in submit order, ties in job-number order (numbers compared as numbers).
 Queues: by default every job shares one partition. `partitioned` splits the nodes among the trace's
-queues (algorithms.md §2: nodes are split among queues), for the multi-queue balancing policies.
+queues (docs/methods.md §2: nodes are split among queues), for the multi-queue balancing policies.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The cluster cache and its index (algorithms.md §5), on Redis or in process (`app.store.kv`).
+"""The cluster cache and its index (docs/methods.md §5), on Redis or in process (`app.store.kv`).
 
 Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`, a `meta` hash: `version` (never reused, also
 across DELETE), `live`, and `gen`, the generation that holds the state. Every write bumps the version

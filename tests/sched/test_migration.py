@@ -1,4 +1,4 @@
-"""Multi-queue load balancing (algorithms.md §2): static and dynamic thresholds, hand-checked."""
+"""Multi-queue load balancing (docs/methods.md §2): static and dynamic thresholds, hand-checked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Label partitions and hysteresis (algorithms.md §5)."""
+"""Label partitions and hysteresis (docs/methods.md §5)."""
 
 from __future__ import annotations
 

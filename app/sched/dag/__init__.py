@@ -1,1 +1,1 @@
-"""DAG planning (algorithms.md §6): which resource service group runs each task of a workflow, and when."""
+"""DAG planning (docs/methods.md §6): which resource service group runs each task of a workflow, and when."""

@@ -1,4 +1,4 @@
-"""Modified dynamic level (algorithms.md §6, seed 004): choose the (task, group) pair together.
+"""Modified dynamic level (docs/methods.md §6, seed 004): choose the (task, group) pair together.
 
     MDL(v, R) = SL(v) − max(t_d(v, R), t_a(R)) + Δ(v, R),   Δ(v, R) = C̄(v) − C(v, R)
 

@@ -1,4 +1,4 @@
-"""Torque's default `pbs_sched` (really FirstFit, algorithms.md §3): start every job that fits.
+"""Torque's default `pbs_sched` (really FirstFit, docs/methods.md §3): start every job that fits.
 
 A job that has waited longer than `starvation_s` (24 h) gets its resources reserved, and those are
 withheld from every other job from now on (no backfill into them), as Torque does.

@@ -1,4 +1,4 @@
-"""Memory-aware backfill with per-node reservations (algorithms.md §1, seed 000 step S1).
+"""Memory-aware backfill with per-node reservations (docs/methods.md §1, seed 000 step S1).
 
 cpu, memory and gpu are all checked; a node holds at most one reservation; a blocked job reserves
 the unreserved nodes that can hold it earliest; backfills go to the least loaded node.

@@ -1,4 +1,4 @@
-"""Weighted priority with a starvation threshold and reservation (algorithms.md §3, seeds 001/002).
+"""Weighted priority with a starvation threshold and reservation (docs/methods.md §3, seeds 001/002).
 
 P = min(w·Y + k1·p_user + k2·p_queue + k3·t_wait(min)·E, P_max), VIP first. A blocked job is
 reserved only once P reaches P_max or it has waited `reserve_after_wait_s`; until then lower

@@ -1,4 +1,4 @@
-"""Node selectors by name (algorithms.md §1, §4, §5)."""
+"""Node selectors by name (docs/methods.md §1, §4, §5)."""
 
 from __future__ import annotations
 

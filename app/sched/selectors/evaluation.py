@@ -1,4 +1,4 @@
-"""The node with the highest evaluation E first (algorithms.md §4, seed 001 §3.1)."""
+"""The node with the highest evaluation E first (docs/methods.md §4, seed 001 §3.1)."""
 
 from __future__ import annotations
 

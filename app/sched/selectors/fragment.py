@@ -1,4 +1,4 @@
-"""The node with the lowest fragment score after placement first (algorithms.md §5, seed 003).
+"""The node with the lowest fragment score after placement first (docs/methods.md §5, seed 003).
 
 score = standard deviation, over the resource kinds a node has, of the used share u = r / (r + a);
 ties go to the smallest normalised leftover (best fit), then to the node id.
