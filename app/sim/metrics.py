@@ -1,4 +1,4 @@
-"""The standard measures of a schedule (docs/methods.md, "Measures of a schedule"): wait, turnaround, bounded slowdown
+"""The standard measures of a schedule (docs/methods.md, "Measures"): wait, turnaround, bounded slowdown
 (10 s bound), utilisation, makespan; over all jobs and per trace queue."""
 
 from __future__ import annotations
