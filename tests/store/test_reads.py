@@ -47,7 +47,7 @@ def answers(cache: ClusterCache, key: str) -> tuple[object, ...]:
         found = narrow(src, jobs)
         return src.version, src.snapshot(0.0, found), found.examined
 
-    version, whole, running, windows = cache.whole(key)
+    version, whole, running, windows = cache.whole_with_windows(key)
     by_id = lambda x: x.id  # noqa: E731
     return (cache.summary(key), cache.read(key, index.summary_read),
             (version, sorted(whole, key=by_id), sorted(running, key=by_id), windows),
