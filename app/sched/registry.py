@@ -90,9 +90,11 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
-    budget = search_budget(search_s, clock() - t0, max_search_s) if clock else 0.0
+    # Without a clock time stands still (the search's clock reads 0): the budget never runs out and
+    # only max_evaluations stops the search, so there is none without it.
+    budget = search_budget(search_s, clock() - t0 if clock else 0.0, max_search_s)
     found, tried = None, 0
-    if budget > 0 or (max_evaluations and search_s != 0):
+    if budget > 0 and (clock or max_evaluations):
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
                                      max_evaluations, seed, clock or (lambda: 0.0))
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,

@@ -137,3 +137,20 @@ def test_far_now_keeps_millisecond_durations(algorithm: str) -> None:
     r = plan_dag(p, algorithm)
     assert abs(r.makespans[r.plan.algorithm] - 0.003) < 1e-15
     assert [pl.start for pl in r.plan.placements] == pytest.approx([1e12, 1e12 + 0.001, 1e12 + 0.002])
+
+
+@pytest.mark.parametrize("algorithm", ["mdl", "heft", "peft", "best"])
+def test_search_with_zero_length_tasks_answers_the_makespan_of_its_plan(algorithm: str) -> None:
+    """Zero-length tasks share their start with the next task of their slot: the search must keep them
+    first in its processing order, or it reads that slot as free from the zero-length task's finish,
+    scores an overlapping timing (4 s here, below the 6 s optimum: both 4 s tasks at once on one slot)
+    and answers that makespan with placements that end at 8 s. The search runs with no clock (only
+    max_evaluations stops it), so the same evaluations give the same plan."""
+    p = DagProblem(tasks=(Task("t0", work=0), Task("t1", work=0), Task("t2", work=2), Task("t3", work=4),
+                          Task("t4", work=4)),
+                   edges=(Edge("t0", "t1"),), groups=(Group("g0"), Group("g1")))
+    for evaluations in range(2, 41):
+        r = plan_dag(p, algorithm, search_s=1.0, max_evaluations=evaluations)
+        assert r.search is not None and r.search.evaluations > 1
+        check_plan(p, r.plan.placements, r.makespan)
+        assert r.makespan == 6.0

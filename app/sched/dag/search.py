@@ -1,15 +1,17 @@
 """Local search after list scheduling: move tasks of the critical path to other slots, re-time in place.
 
 A plan is kept as each pending task's slot (lane) and one processing order, the tasks sorted by
-(start, topological position): a valid order of both the DAG and every lane's sequence. Re-timing
-walks that order once — start = max(lane free, inputs arrived), finish = start + cost — so the
-re-timed plan is valid by construction (precedence, transfers, one task per slot at a time), and
-re-timing a list plan never makes it longer (every task can only move left). A move puts one task
-of the critical path on another lane, keeping its place in the order; it is kept when it shortens
-the plan, or keeps the makespan and lowers the sum of finish times. When no move of the critical
-path helps, a few of its tasks are moved at random (seeded) and the search goes on from there,
-keeping the best plan seen. It stops at the time budget (on the caller's clock) or after
-`max_evaluations` re-timings.
+(start, finish, topological position): a valid order of both the DAG and every lane's sequence (a
+zero-length task starts when the task after it on its lane does: by start and topological position
+alone it could come after that task, and re-timing from the order would take the lane as free from
+its finish, overlapping the two). Re-timing walks that order once — start = max(lane free, inputs
+arrived), finish = start + cost — so the re-timed plan is valid by construction (precedence,
+transfers, one task per slot at a time), and re-timing a list plan never makes it longer (every task
+can only move left). A move puts one task of the critical path on another lane, keeping its place in
+the order; it is kept when it shortens the plan, or keeps the makespan and lowers the sum of finish
+times. When no move of the critical path helps, a few of its tasks are moved at random (seeded) and
+the search goes on from there, keeping the best plan seen. It stops at the time budget (on the
+caller's clock) or after `max_evaluations` re-timings.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ class SearchResult:
 @dataclass(slots=True)
 class Layout:
     lane: list[int]  # per task: flat lane index (-1 for tasks done before the plan)
-    key: list[tuple[float, int]]  # per task: (start, topological position), the processing order
+    key: list[tuple[float, float, int]]  # per task: (start, finish, topological position), the order
 
 
 class Retimer:
@@ -69,7 +71,7 @@ class Retimer:
 
     def layout(self, placements: list[Placement]) -> Layout:
         lane = [-1 if pl.slot is None else self.lane_index[(pl.group, pl.slot)] for pl in placements]
-        key = [(pl.start, self.topo_pos[pl.task]) for pl in placements]
+        key = [(pl.start, pl.finish, self.topo_pos[pl.task]) for pl in placements]
         return Layout(lane, key)
 
     def retime(self, lay: Layout) -> Timing:
@@ -206,10 +208,10 @@ class Search:
         return False
 
     def _settle(self, score: tuple[float, float], t: Timing) -> None:
-        """Take the timing as current: the order follows the new starts."""
+        """Take the timing as current: the order follows the new (start, finish) of each task."""
         r, lay = self.r, self.lay
         for v in r.pending:
-            lay.key[v] = (t.start[v], r.topo_pos[v])
+            lay.key[v] = (t.start[v], t.finish[v], r.topo_pos[v])
         t.order = sorted(r.pending, key=lay.key.__getitem__)
         t.index_lanes(lay, len(r.free0))
         self.timing, self.cur = t, score
