@@ -127,7 +127,7 @@ def check(traffic: Traffic, server: RedisServer, allowed_reader_errors: set[tupl
     assert not [k for k in codes if k[0] == "reader" and k[1] == 409], codes
     assert {(k[1], k[2]) for k in codes if k[0] == "reader" and k[1] != 200} <= allowed_reader_errors, codes
     cache = ClusterCache(RedisKv(redis.Redis.from_url(server.url, decode_responses=True)))
-    version, _, running, _ = cache.whole("public:c1")
+    version, _, running = cache.whole("public:c1")
     held = {j.id for j in running}
     assert traffic.acked <= held, f"acknowledged PATCHes lost: {sorted(traffic.acked - held)}"
     assert held <= traffic.acked | traffic.unsure
