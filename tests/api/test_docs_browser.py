@@ -4,18 +4,13 @@ network limited to the service itself: what renders came from the service, not f
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from app.main import create_app
-from app.settings import Settings
+from tests.app_server import served
 
 pytestmark = pytest.mark.slow  # a real headless browser renders each page: ~20 s
 
@@ -25,19 +20,8 @@ OPERATIONS = ["/schedule", "/dag/plan", "/dag/plan/{plan_id}", "/simulate", "/he
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=port,
-                                        log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 20
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with served() as url:
+        yield url
 
 
 def chromium(url: str, *flags: str) -> str:

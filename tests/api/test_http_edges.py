@@ -4,14 +4,11 @@ loop, and a 500 that keeps the keep-alive connection (over a real uvicorn)."""
 from __future__ import annotations
 
 import copy
-import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI, Request
 
 from app.api.routes import clusters as cluster_routes
@@ -19,6 +16,7 @@ from app.main import create_app
 from app.settings import Settings
 from schemas.clusters import EXAMPLE_PATCH, EXAMPLE_PUT
 from schemas.schedule import EXAMPLE
+from tests.app_server import served as serving
 from tests.conftest import Client
 
 PORTAL = "https://portal.example.org"
@@ -108,12 +106,6 @@ def test_patch_body_is_parsed_off_the_event_loop(client: Client, monkeypatch: py
     assert len(threads) == 2 and threading.main_thread().name not in threads
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def served() -> Iterator[str]:
     """The app with two test-only routes, on a real uvicorn on a free loopback port."""
@@ -127,16 +119,8 @@ def served() -> Iterator[str]:
     def peer(request: Request) -> dict:
         return {"port": request.client.port if request.client else None}
 
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=20)
+    with serving(app, log_level="critical") as base:
+        yield base
 
 
 def test_a_500_keeps_the_keep_alive_connection(served: str) -> None:

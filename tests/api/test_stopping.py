@@ -16,13 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.redis_server import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def long_decision(jobs: int = 5000) -> bytes:
@@ -41,7 +37,7 @@ def long_decision(jobs: int = 5000) -> bytes:
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     """uvicorn app.main:app, one worker, a decision budget far beyond the test's length."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HPCSCHED_DECISION_TIME_S": "3600", "HPCSCHED_LOG_LEVEL": "warning"}
     env.pop("REDIS_URL", None)
     env.pop("HPCSCHED_REDIS_URL", None)

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-import uvicorn
 
 from app.bridges.slurm.cached import CachedCluster, Seen, changes_between
 from app.bridges.slurm.cycle import Bridge
@@ -18,8 +14,7 @@ from app.bridges.slurm.read import SlurmText, read
 from app.bridges.slurm.runner import RecordedRunner
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.state import BridgeState
-from app.main import create_app
-from app.settings import Settings
+from tests.app_server import served
 from tests.bridges import recorded
 
 
@@ -107,18 +102,8 @@ def test_a_stale_cache_is_put_again() -> None:
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=port,
-                                        log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    while not srv.started:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with served() as base:
+        yield base
 
 
 def test_cached_path_over_http(url: str) -> None:

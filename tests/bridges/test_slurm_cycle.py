@@ -12,6 +12,7 @@ from app.bridges.slurm.read import SlurmText, read
 from app.bridges.slurm.runner import RecordedRunner, SlurmError
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.state import BridgeState
+from tests.app_server import served
 from tests.bridges import recorded
 
 
@@ -167,31 +168,13 @@ def test_explain_keeps_priority_factors(tmp_path: Path) -> None:
 
 def test_over_http_decides_as_in_process(tmp_path: Path) -> None:
     """The same recorded cycle through a real uvicorn gives the same starts as in process."""
-    import threading
-    import time
-
-    import uvicorn
-
-    from app.main import create_app
-    from app.settings import Settings
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=port, log_level="warning")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    while not srv.started:
-        time.sleep(0.05)
-    service = over_http(f"http://127.0.0.1:{port}")
-    try:
-        remote = Bridge(RecordedRunner(recorded.text(idle=True)), service, BridgeState(None),
-                        dry_run=True).cycle()
-    finally:
-        service.close()
-        srv.should_exit = True
-        thread.join(timeout=10)
+    with served() as base:
+        service = over_http(base)
+        try:
+            remote = Bridge(RecordedRunner(recorded.text(idle=True)), service, BridgeState(None),
+                            dry_run=True).cycle()
+        finally:
+            service.close()
     local = Bridge(RecordedRunner(recorded.text(idle=True)), in_process(), BridgeState(None),
                    dry_run=True).cycle()
     assert remote.ok, remote.errors

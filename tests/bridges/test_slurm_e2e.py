@@ -6,25 +6,21 @@ the library against a real uvicorn on the cached path (PUT once, then PATCHes)."
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import over_http
 from app.bridges.slurm.state import BridgeState
-from app.main import create_app
-from app.settings import Settings
+from tests.app_server import served
 from tests.bridges.slurm_cluster import LocalSlurm, missing_binaries
 from tests.bridges.workload import NODES, PARTITIONS, Ran, Submitted, records, submit_mix
 
@@ -53,19 +49,8 @@ class Outcome:
 
 @pytest.fixture(scope="module")
 def service_url() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = uvicorn.Server(uvicorn.Config(create_app(Settings()), host="127.0.0.1", port=port,
-                                        log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 20
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with served() as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
