@@ -36,6 +36,8 @@ from schemas.dag import DagPlanRequest, DagPlanResponse
 from schemas.schedule import BudgetIn, ScheduleRequest, ScheduleResponse
 from schemas.simulate import SimulateRequest, SimulateResponse
 
+ANSWER_S_PER_JOB = 10e-6  # writing a pending job's answer and priority (~2 s for 200,000 jobs)
+
 
 @dataclass(frozen=True, slots=True)
 class DecisionLimits:
@@ -98,6 +100,8 @@ def schedule_data(req: ScheduleRequest, parse_ms: float = 0.0, clusters: Cluster
     except ClusterUnknownError as exc:
         raise exc.at(("body", "cluster_id")) from None
     t1 = time.perf_counter()
+    if budget is not None:
+        budget.keep_for_answer(ANSWER_S_PER_JOB * len(req.pending))
     decision = decide(snapshot, jobs, name, params, budget)
     if examined is not None:
         decision = replace(decision, summary=replace(decision.summary, nodes_examined=examined))

@@ -52,6 +52,12 @@ class Budget:
         deadline = INF if time_s is None else clock() + time_s
         return cls(clock, deadline, max_jobs, stop, time_s)
 
+    def keep_for_answer(self, seconds: float) -> None:
+        """End the pass `seconds` earlier, so writing the answer fits the budget too (at most half
+        of the time budget is kept back: the pass always has the other half)."""
+        if self.deadline != INF and self.time_s is not None:
+            self.deadline -= min(max(seconds, 0.0), self.time_s / 2)
+
     def check(self) -> BudgetHit | None:
         """None while the pass may look at one more job (counting it); else the limit it hit."""
         if self.hit is None:

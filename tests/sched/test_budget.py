@@ -127,3 +127,18 @@ def test_a_budget_spent_before_the_pass_answers_without_ranking(name: str) -> No
     assert d.summary.nodes_total == 3 and d.summary.not_evaluated == 30
     stopped = decide(snap, jobs, name, None, Budget(stop=lambda: True))
     assert stopped.summary.budget_hit == BudgetHit.stopped and len(stopped.pending) == 30
+
+
+def test_time_kept_for_the_answer_ends_the_pass_earlier_by_at_most_half_the_budget() -> None:
+    """Keeping 4 steps for the answer out of 11.5 looks at 6 jobs instead of 10; asking for more
+    than half keeps half (the pass still gets 5.75 steps: 4 jobs); with no time budget, nothing."""
+    snap, jobs = _busy_queue()
+    looked = []
+    for keep in (0.0, 4.0, 100.0):
+        budget = Budget.starting_now(FakeClock(), time_s=11.5)
+        budget.keep_for_answer(keep)
+        looked.append(decide(snap, jobs, "easy", None, budget).summary.jobs_considered)
+    assert looked == [10, 6, 4]
+    unlimited = Budget.starting_now(FakeClock(), time_s=None)
+    unlimited.keep_for_answer(4.0)
+    assert decide(snap, jobs, "easy", None, unlimited).summary.jobs_considered == len(jobs)
