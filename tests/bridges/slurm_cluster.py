@@ -1,7 +1,8 @@
 """A throw-away Slurm on this host: its own munged, slurmctld and one slurmd per node, in a temp dir.
 
-Nothing here reads the system's Slurm configuration or talks to a munged or Slurm it did not start: every command is
-run with SLURM_CONF pointing at the temp dir's slurm.conf, which names its own munge socket.
+Nothing here reads the system's Slurm configuration or talks to a munged or Slurm it did not
+start: every command is run with SLURM_CONF pointing at the temp dir's slurm.conf, which names its
+own munge socket.
 """
 
 from __future__ import annotations
