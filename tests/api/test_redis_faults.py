@@ -9,6 +9,8 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -137,16 +139,29 @@ def check(traffic: Traffic, server: RedisServer, allowed_reader_errors: set[tupl
     assert c.post("/schedule", json=SCHEDULE).json()["summary"]["cluster_version"] == version
 
 
-def served(tmp_path: Path, aof: bool) -> tuple[RedisServer, Traffic]:
+@contextmanager
+def served(tmp_path: Path, aof: bool) -> Iterator[tuple[RedisServer, Traffic]]:
+    """A redis-server of the test's own and the app's traffic on it; the server stopped after."""
     server = RedisServer(tmp_path / "redis", aof=aof).start()
-    return server, Traffic(create_app(Settings(redis_url=server.url)))
+    try:
+        yield server, Traffic(create_app(Settings(redis_url=server.url)))
+    finally:
+        server.stop()
+
+
+def restart(server: RedisServer) -> Callable[[], None]:
+    """The fault: the server stopped, then started again on the same files a second later."""
+    def fault() -> None:
+        server.stop()
+        time.sleep(1)
+        server.start()
+    return fault
 
 
 def test_a_stalled_redis_costs_503s_only_and_loses_nothing(tmp_path: Path) -> None:
     """Redis frozen for 4 s (longer than the 2 s socket timeout) mid-traffic: 503s while frozen,
     then everything acknowledged is there, and whole."""
-    server, traffic = served(tmp_path, aof=False)
-    try:
+    with served(tmp_path, aof=False) as (server, traffic):
         def stall() -> None:
             server.pause()
             time.sleep(4)
@@ -154,39 +169,23 @@ def test_a_stalled_redis_costs_503s_only_and_loses_nothing(tmp_path: Path) -> No
         traffic.run(stall)
         assert traffic.codes["reader", 503, "StoreUnavailableError"] > 0  # the stall was seen
         check(traffic, server, {(503, "StoreUnavailableError")})
-    finally:
-        server.stop()
 
 
 def test_a_redis_restart_with_aof_keeps_every_acknowledged_patch(tmp_path: Path) -> None:
     """Redis stopped and started again (append-only file on) mid-traffic: 503s while it is down,
     no acknowledged PATCH lost, no PUT needed."""
-    server, traffic = served(tmp_path, aof=True)
-    try:
-        def restart() -> None:
-            server.stop()
-            time.sleep(1)
-            server.start()
-        traffic.run(restart)
+    with served(tmp_path, aof=True) as (server, traffic):
+        traffic.run(restart(server))
         assert traffic.codes["writer-put", 200, ""] == 1  # the first PUT only: nothing was lost
         check(traffic, server, {(503, "StoreUnavailableError")})
-    finally:
-        server.stop()
 
 
 def test_a_redis_restart_without_persistence_says_put_it_again(tmp_path: Path) -> None:
     """Without persistence the restart loses the cluster: readers and the writer are told 404
     `cluster_unknown` (never a 500), the writer PUTs again, and traffic goes on from there."""
-    server, traffic = served(tmp_path, aof=False)
-    try:
-        def restart() -> None:
-            server.stop()
-            time.sleep(1)
-            server.start()
-        traffic.run(restart)
+    with served(tmp_path, aof=False) as (server, traffic):
+        traffic.run(restart(server))
         assert traffic.codes["writer-put", 200, ""] == 2  # lost once, PUT again once
         assert traffic.codes["writer", 404, "cluster_unknown"] + traffic.codes[
             "writer-get", 404, "cluster_unknown"] > 0
         check(traffic, server, {(503, "StoreUnavailableError"), (404, "cluster_unknown")})
-    finally:
-        server.stop()
