@@ -253,6 +253,21 @@ class ClusterIndex:
                 up_count += n_up
         return any_count, up_count
 
+    def whole_node(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int, int]:
+        """The capacity of the smallest eligible node type that holds demand: what a whole-node
+        (exclusive) job of that demand takes of each node it runs on. The demand itself when no
+        eligible node holds it."""
+        if self.whole is not None:
+            queue, labels = elig.key
+            caps = [t.cap for t in self.whole.capacity_types if t.queue == queue and labels <= t.labels]
+        else:
+            types = self._cap_types.get(elig.key)
+            if types is None:
+                types = self._cap_types[elig.key] = self._capacity_types(elig)
+            caps = [(c, m, g) for c, m, g, _, _ in types]
+        c, m, g = demand
+        return min(((tc, tm, tg) for tc, tm, tg in caps if tc >= c and tm >= m and tg >= g), default=demand)
+
     def least_capacity(self, elig: Eligible) -> tuple[int, int, int, int, int]:
         """(c, m, g, nodes, usable): every eligible node's capacity holds (c, m, g) (the least of
         each resource over them), so `capacity_counts` of any demand within it is (nodes, usable).

@@ -47,8 +47,13 @@ class QueueFacts:
         self.load = {q: _load(cap, used) for q, (cap, used) in totals.items()}
 
     def share(self, job: Job, queue: str) -> float:
+        """The job's dominant share of the queue's capacity; a whole-node job counts each node it
+        takes whole (the smallest eligible node that holds its demand)."""
         cap = self.cap[queue]
-        need = [job.nodes * job.demand[r] / cap[r] for r in range(3) if cap[r] > 0]
+        demand = job.demand
+        if job.exclusive:
+            demand = self.cluster.whole_node(self.cluster.eligible(queue, job.labels), demand)
+        need = [job.nodes * demand[r] / cap[r] for r in range(3) if cap[r] > 0]
         return float(max(need, default=1.0))
 
     def can_run(self, job: Job, queue: str) -> bool:

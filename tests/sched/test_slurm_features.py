@@ -166,6 +166,21 @@ def test_a_migrated_job_moves_to_a_node_of_its_new_queue() -> None:
     assert check_decision(snap, jobs, d) == []
 
 
+def test_migration_counts_a_whole_node_job_by_the_nodes_it_takes() -> None:
+    """Queue a (n1, n2) is full: load 1.0 over the threshold 0.6; queue b (n3, n4) is idle. Each
+    one-core whole-node job takes a whole 4-core node of b, half of b: X moves (b at 0 -> 0.5), Y
+    moves (0.5 < 0.6 -> 1.0), W stays in a. Counted by its one core, all three would move."""
+    snap = snapshot([node("n1", queue="a"), node("n2", queue="a"), node("n3", queue="b"),
+                     node("n4", queue="b")],
+                    [running("r1", {"n1": (4, 0, 0)}, 9000, queue="a"),
+                     running("r2", {"n2": (4, 0, 0)}, 9000, queue="a")])
+    jobs = [job(j, i, 600, queue="a", exclusive=True) for i, j in enumerate("XYW", 1)]
+    d = decide(snap, jobs, "easy", EasyParams(migration=MigrationParams(mode="static", threshold=0.6)))
+    assert [(m.job_id, m.to_queue) for m in d.migrations] == [("X", "b"), ("Y", "b")]
+    assert {j for j, (nodes, _) in starts(d).items()} == {"X", "Y"}
+    assert check_decision(snap, jobs, d) == []
+
+
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_every_policy_keeps_whole_nodes_and_windows(name: str) -> None:
     """A mixed case through every policy: the invariant checker finds nothing."""
