@@ -191,3 +191,21 @@ def test_tcp_urls_send_the_jwt_and_need_one(tmp_path: Path) -> None:
         connect("/run/slurmrestd.sock")
     local = connect(f"unix:{tmp_path / 'rest.sock'}")
     assert "X-SLURM-USER-TOKEN" not in local.headers
+
+
+def test_cli_needs_a_token_for_tcp(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """--slurmrestd http://... with neither SLURM_JWT nor --token-file is a usage error naming
+    the option, before any cycle."""
+    from typer.testing import CliRunner
+
+    from app.bridges.slurm.cli import slurm_cli
+
+    monkeypatch.delenv("SLURM_JWT", raising=False)
+    res = CliRunner().invoke(slurm_cli, ["once", "--slurmrestd", "http://127.0.0.1:9", "--state",
+                                         str(tmp_path / "s.json")])
+    assert res.exit_code == 2 and "--slurmrestd" in res.output and "JWT" in res.output
+    token = tmp_path / "jwt"
+    token.write_text("tok\n")
+    res = CliRunner().invoke(slurm_cli, ["once", "--slurmrestd", "http://127.0.0.1:9", "--token-file",
+                                         str(token), "--state", str(tmp_path / "s.json")])
+    assert res.exit_code == 1 and "cycle skipped" in res.output and "slurmrestd" in res.output
