@@ -8,6 +8,9 @@ inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:
   falls in a capacity bucket, scored by fragment score; `keys` lists them;
 - `pos` hash: where each node sits (its sorted sets) and its free resources when it last moved; a
   node moves only when `should_move` says so (hysteresis);
+- `i:[queue,label]` sorted sets: the queue's idle nodes (up, holding nothing), scored by weight (ties
+  by id: the full scan's order), one set of every idle node (`*`) and one per feature label, where
+  a whole-node (exclusive) job looks; no hysteresis, a node is in them exactly while it is idle;
 - `e:[queue]` sorted sets: running jobs by expected end;
 - `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
   and each queue's load are known without reading the nodes;
@@ -50,7 +53,14 @@ from app.sched.model import (
     Window,
 )
 from app.sched.narrow import Bucket, Narrowed
-from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
+from app.sched.partitions import (
+    PartitionRules,
+    capacity_bucket,
+    idle_labels,
+    is_idle,
+    offered_labels,
+    should_move,
+)
 from app.sched.selectors.fragment import fragment_scores
 from app.store.kv import Conflict, MemoryKv, RedisKv, Tx, Writes
 from app.store.reads import Lease, Moved, RedisReadTx, copy_generation, summary_at_once, writers_wait
@@ -87,6 +97,9 @@ class Keys:
 
     def ends(self, queue: str) -> str:
         return self.ns + "e:" + json.dumps(queue)
+
+    def idle(self, queue: str, label: str) -> str:
+        return self.ns + "i:" + json.dumps([queue, label])
 
     def fixed(self) -> list[str]:
         return [self.node, self.job, self.pos, self.keys, self.types, self.qtot, self.win]
@@ -225,6 +238,7 @@ class ClusterCache:
             w.sadd(k.keys, [k.ends(q)])
         _Writer(w, k, self.rules).place(recs, {})
         _counts(w, k, [], [r.node for r in recs])
+        _idle(w, k, [], [r.node for r in recs])
 
     def patch(self, key: str, if_match: int, apply: Callable[[Edit], None]) -> tuple[int, int, int]:
         """Apply changes (`apply` edits the records) to the version the caller saw, all or none:
@@ -417,6 +431,25 @@ def _counts(tx: Tx | Writes, k: Keys, before: list[Node], after: list[Node]) -> 
         tx.hincrby(k.qtot, json.dumps([q, what, r]), v)
 
 
+def _idle(tx: Tx | Writes, k: Keys, before: list[Node], after: list[Node]) -> None:
+    """The idle sets moved from the `before` records to the `after` ones: a node idle before
+    leaves its sets, one idle after joins its sets (a node idle in both leaves and rejoins)."""
+    for n in before:
+        if is_idle(n):
+            for q in n.serves:
+                for label in idle_labels(n):
+                    tx.zrem(k.idle(q, label), [n.id])
+    joins: dict[str, dict[str, float]] = {}
+    for n in after:
+        if is_idle(n):
+            for q in n.serves:
+                for label in idle_labels(n):
+                    joins.setdefault(k.idle(q, label), {})[n.id] = float(n.weight)
+    for z, members in sorted(joins.items()):
+        tx.zadd(z, members)
+    tx.sadd(k.keys, sorted(joins))
+
+
 class _Writer:
     """Moves nodes in the partition sorted sets, with hysteresis."""
 
@@ -521,7 +554,9 @@ class Edit:
                 tx.zrem(z, [nid])
         tx.hdel(k.pos, gone)
         _Writer(tx, k, rules).place(live, before)
-        _counts(tx, k, [n for n in self.before.values() if n is not None], [r.node for r in live])
+        was = [n for n in self.before.values() if n is not None]
+        _counts(tx, k, was, [r.node for r in live])
+        _idle(tx, k, was, [r.node for r in live])
         self._commit_jobs()
         tx.hset(k.win, {i: encode_window(w) for i, w in sorted(self.windows.items()) if w is not None})
         tx.hdel(k.win, sorted(i for i, w in self.windows.items() if w is None))
@@ -608,6 +643,9 @@ class IndexSource:
     def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
         ids = [m for m, _ in self.tx.zrange_many([(self.k.ends(queue), start, start + count - 1)])[0]]
         return [(j.id, [n for n, _ in j.alloc]) for j in self.running(ids)]
+
+    def idle(self, queue: str, label: str, start: int, count: int) -> list[str]:
+        return [m for m, _ in self.tx.zrange_many([(self.k.idle(queue, label), start, start + count - 1)])[0]]
 
     def running(self, ids: list[str]) -> list[RunningJob]:
         raw = self.tx.hmget(self.k.job, ids)
