@@ -32,12 +32,14 @@ from app.sched.partitions import (
 )
 
 Bucket = tuple[int, int, int]
+Place = tuple[int, Bucket]  # a sorted set of a partition: (node weight, capacity bucket)
 
 
 class Source(Protocol):
-    def buckets(self, queue: str, label: str) -> list[Bucket]: ...
-    def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
-        """For each (queue, label, bucket, start, count): member node ids, lowest score first."""
+    def buckets(self, queue: str, label: str) -> list[Place]: ...
+    def pages(self, asks: list[tuple[str, str, Place, int, int]]) -> list[list[str]]:
+        """For each (queue, label, (weight, bucket), start, count): member node ids, lowest score
+        first."""
     def nodes(self, ids: list[str]) -> dict[str, Node]: ...
     def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
         """Running jobs of the queue in order of expected end: (job id, its node ids)."""
@@ -129,16 +131,17 @@ def fits(node: Node, c: DemandClass, room: list[int] | None = None) -> int:
 
 
 def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> int:
-    """Take the class's partitions' members: buckets whose every node holds the demand first, then
+    """Take the class's partitions' members: the lowest node weight first (Slurm's preference, the
+    full scan's node order); within a weight, buckets whose every node holds the demand first, then
     those where some may; the smallest bucket first (best fit) in each group; the lowest fragment
     score first inside a bucket, in pages that double (2, 4, ... up to `rules.page`), until the
     nodes taken can hold the class's jobs or the class's reads are spent. Answers the node-slots
     still missing."""
     have = [0, 0]  # slots, nodes
     budget = rules.class_reads + 2 * c.widest
-    buckets = sorted((not surely_holds(b, c.demand), tuple(b), label) for label in c.search
-                     for b in source.buckets(c.queue, label) if may_hold(b, c.demand))
-    for borderline, b, label in buckets:
+    buckets = sorted((w, not surely_holds(b, c.demand), tuple(b), label) for label in c.search
+                     for w, b in source.buckets(c.queue, label) if may_hold(b, c.demand))
+    for weight, borderline, b, label in buckets:
         # every member of a sure bucket holds the demand: its room is taken as the bucket's floor and
         # its record read once, at the end, if it is chosen (unless the job has several labels)
         floor = bucket_floor(b) if not borderline and len(c.labels) <= 1 else None
@@ -147,7 +150,7 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
             # members read without their records cost little: their pages grow even when few
             # slots are missing (nodes earlier classes filled are passed over a page at a time)
             size = step if floor is not None else min(step, _missing(c, have, rules))
-            got = source.pages([(c.queue, label, b, start, size)])[0]
+            got = source.pages([(c.queue, label, (weight, b), start, size)])[0]
             if floor is None:
                 fresh = [n for n in got if n not in out.found]
                 budget -= len(fresh)

@@ -4,8 +4,9 @@ Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`, a `meta` hash: `version` (
 across DELETE), `live`, and `gen`, the generation that holds the state. Every write bumps the version
 inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:`:
 - `node` / `job` hashes: one field per node / running job (a compact JSON record);
-- `p:[queue,label,bucket]` sorted sets: the members of a label partition of a queue whose free cpu
-  falls in a capacity bucket, scored by fragment score; `keys` lists them;
+- `p:[queue,label,bucket,weight]` sorted sets: the members of a label partition of a queue whose
+  free resources fall in a capacity bucket, one set per node weight (a pass takes the lightest
+  first), scored by fragment score; `keys` lists them;
 - `pos` hash: where each node sits (its sorted sets) and its free resources when it last moved; a
   node moves only when `should_move` says so (hysteresis);
 - `i:[queue,label]` sorted sets: the queue's idle nodes (up, holding nothing), scored by weight (ties
@@ -52,7 +53,7 @@ from app.sched.model import (
     WholeCluster,
     Window,
 )
-from app.sched.narrow import Bucket, Narrowed
+from app.sched.narrow import Narrowed, Place
 from app.sched.partitions import (
     PartitionRules,
     capacity_bucket,
@@ -85,14 +86,15 @@ class Keys:
         self.ns = f"{self.root}g{gen}:"
         self.node, self.job, self.pos, self.keys = (self.ns + s for s in ("node", "job", "pos", "keys"))
         self.types, self.qtot, self.win = self.ns + "types", self.ns + "qtot", self.ns + "win"
-        self._parts: dict[tuple[str, str, Bucket], str] = {}
+        self._parts: dict[tuple[str, str, Place], str] = {}
         return self
 
-    def part(self, queue: str, label: str, bucket: Bucket) -> str:
-        name = self._parts.get((queue, label, bucket))
+    def part(self, queue: str, label: str, place: Place) -> str:
+        name = self._parts.get((queue, label, place))
         if name is None:
-            name = self.ns + "p:" + json.dumps([queue, label, list(bucket)])
-            self._parts[queue, label, bucket] = name
+            weight, bucket = place
+            name = self.ns + "p:" + json.dumps([queue, label, list(bucket), weight])
+            self._parts[queue, label, place] = name
         return name
 
     def ends(self, queue: str) -> str:
@@ -493,7 +495,7 @@ class _Writer:
             return []
         b = capacity_bucket(f)
         labels = sorted(offered_labels(n, f, self.rules))
-        return [self.k.part(q, label, b) for q in n.serves for label in labels]
+        return [self.k.part(q, label, (n.weight, b)) for q in n.serves for label in labels]
 
 
 class Edit:
@@ -595,11 +597,14 @@ class IndexSource:
     def __init__(self, tx: Tx, k: Keys) -> None:
         self.tx, self.k = tx, k
         self.version = _version(tx, k)
-        self._buckets: dict[tuple[str, str], list[Bucket]] = {}
+        self._buckets: dict[tuple[str, str], list[Place]] = {}
+        self._names: dict[tuple[str, str, Place], str] = {}
         for z in tx.smembers(k.keys):
             if z.startswith(k.ns + "p:"):
-                q, label, b = json.loads(z[len(k.ns) + 2:])
-                self._buckets.setdefault((q, label), []).append((b[0], b[1], b[2]))
+                q, label, b, *weight = json.loads(z[len(k.ns) + 2:])  # no weight: written before tiers
+                place = (weight[0] if weight else 1, (b[0], b[1], b[2]))
+                self._buckets.setdefault((q, label), []).append(place)
+                self._names[q, label, place] = z
         self.recs: dict[str, NodeRec] = {}
         self._read: dict[str, list[str]] = {}  # each sorted set's members read so far, in order
         self._ended: set[str] = set()  # sorted sets read to their end
@@ -607,14 +612,14 @@ class IndexSource:
     def queues(self) -> list[str]:
         return sorted({q for q, _ in self._buckets})
 
-    def buckets(self, queue: str, label: str) -> list[Bucket]:
+    def buckets(self, queue: str, label: str) -> list[Place]:
         return sorted(self._buckets.get((queue, label), []))
 
-    def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
+    def pages(self, asks: list[tuple[str, str, Place, int, int]]) -> list[list[str]]:
         """Members start..start+count-1 of each asked sorted set; what was read once is not read again."""
         if not self._read:
             self._prefetch()
-        keys = [self.k.part(q, lab, b) for q, lab, b, _, _ in asks]
+        keys = [self._names.get((q, lab, b)) or self.k.part(q, lab, b) for q, lab, b, _, _ in asks]
         missing = sorted({z: s + n for z, (_, _, _, s, n) in zip(keys, asks, strict=True)
                           if z not in self._ended and len(self._read.get(z, [])) < s + n}.items())
         ranges = [(z, len(self._read.get(z, [])), upto - 1) for z, upto in missing]
@@ -627,7 +632,7 @@ class IndexSource:
     def _prefetch(self, count: int = 16) -> None:
         """The first members of every partition's sorted sets, in one round trip: most classes'
         first pages come from here."""
-        keys = sorted({self.k.part(q, lab, b) for (q, lab), bs in self._buckets.items() for b in bs})
+        keys = sorted(self._names.values())
         for z, got in zip(keys, self.tx.zrange_many([(z, 0, count - 1) for z in keys]), strict=True):
             self._read[z] = [m for m, _ in got]
             if len(got) < count:

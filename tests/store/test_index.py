@@ -87,7 +87,7 @@ def index_problems(cache: ClusterCache, key: str) -> list[str]:
             continue
         if should_move(tuple(at_move), free, RULES, n.cap):
             out.append(f"{nid}: free {free} drifted past the thresholds from {at_move} without moving")
-        expect = {k.part(n.queue, lab, capacity_bucket(tuple(at_move)))
+        expect = {k.part(n.queue, lab, (n.weight, capacity_bucket(tuple(at_move))))
                   for lab in offered_labels(n, tuple(at_move), RULES)}
         if set(keys) != expect:
             out.append(f"{nid}: in {sorted(keys)}, the rules say {sorted(expect)}")
@@ -407,3 +407,66 @@ def test_a_whole_node_job_finds_the_idle_nodes_among_busy_ones(cache: ClusterCac
     assert starts(decide(sub, jobs, "easy", params)) == [("x", ("z0", "z1"))]
     assert starts(decide(snap, jobs, "easy", params)) == [("x", ("z0", "z1"))]
     assert len(sub.nodes) < 50
+
+
+@st.composite
+def weighted_cpu_cluster(draw: st.DrawFn, widest: int = 3,
+                         jobs_hold: bool = True) -> tuple[Snapshot, list]:  # type: ignore[type-arg]
+    """20-80 plain cpu nodes of one queue, of mixed weights and part used (so their buckets
+    differ), by running jobs or (`jobs_hold` False) by what no job explains, and 1-30 cpu jobs of
+    one class (the index offers a cpu job only the cpu partition's nodes, by design, while the
+    full scan may put it on a gpu or bigmem node)."""
+    from tests.builders import job
+
+    nodes_, run = [], []
+    for i in range(draw(st.integers(20, 80))):
+        cap = (draw(st.sampled_from([8, 16, 64])), 64_000, 0)
+        used = (draw(st.integers(0, cap[0])), draw(st.sampled_from([0, 8_000, 32_000])), 0)
+        nodes_.append(Node(f"n{i:02d}", "q", cap, used, weight=draw(st.sampled_from([0, 1, 5, 20]))))
+        if any(used) and jobs_hold:
+            end = float(draw(st.integers(60, 9_000)))
+            run.append(RunningJob(f"r{i}", "q", ((f"n{i:02d}", used),), 0, end))
+    cpu = draw(st.sampled_from([1, 2, 4, 8]))
+    mem = cpu * draw(st.sampled_from([0, 1_000, 4_000]))  # not bigmem: the cpu partition is searched
+    jobs = [job(f"j{k:02d}", float(k), 600.0, nodes=draw(st.integers(1, widest)), cpu=cpu, mem=mem)
+            for k in range(draw(st.integers(1, 30)))]
+    return Snapshot(100.0, tuple(nodes_), tuple(run)), jobs
+
+
+def test_single_node_jobs_land_on_the_weights_the_full_scan_gives(cache: ClusterCache) -> None:
+    """Single-node jobs of one class on plain cpu nodes of mixed weights and fill: through the
+    index each job starts, or not, as on the full cluster, on a node of the same weight (first_fit
+    takes nodes by weight, then id; the index orders its candidates by weight before bucket and
+    fragment score, so within a weight the two may pick different nodes)."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(case=weighted_cpu_cluster(widest=1), page=st.sampled_from([2, 64]))
+    def one(case, page) -> None:  # noqa: ANN001
+        snap, jobs = case
+        params = params_for("easy", {"selector": "first_fit"}, 0)
+        sub = narrowed(cache, "t:weights", snap, jobs, NarrowRules(page=page, reserve_nodes=1))
+        weight = {n.id: n.weight for n in snap.nodes}
+        by_index, by_scan = decide(sub, jobs, "easy", params), decide(snap, jobs, "easy", params)
+        assert [(j, [weight[n] for n in ns]) for j, ns in starts(by_index)] == \
+            [(j, [weight[n] for n in ns]) for j, ns in starts(by_scan)]
+
+    one()
+
+
+def test_the_index_offers_the_lightest_nodes_first(cache: ClusterCache) -> None:
+    """Whatever the jobs' widths, the candidates that hold the class's demand are the lightest
+    ones: no node that holds it is left out while a heavier one is offered (no running jobs, so
+    no node is added as one where a reservation may go)."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(case=weighted_cpu_cluster(jobs_hold=False), page=st.sampled_from([2, 64]))
+    def one(case, page) -> None:  # noqa: ANN001
+        snap, jobs = case
+        sub = narrowed(cache, "t:lightest", snap, jobs, NarrowRules(page=page, reserve_nodes=0))
+        d = jobs[0].demand
+        holds = [n for n in snap.nodes if all(n.cap[r] - n.alloc[r] >= d[r] for r in range(3))]
+        offered = {n.id for n in sub.nodes}
+        heaviest = max((n.weight for n in holds if n.id in offered), default=-1)
+        assert not [n.id for n in holds if n.weight < heaviest and n.id not in offered]
+
+    one()
