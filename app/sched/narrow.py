@@ -139,7 +139,7 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
     still missing."""
     have = [0, 0]  # slots, nodes
     budget = rules.class_reads + 2 * c.widest
-    buckets = sorted((w, not surely_holds(b, c.demand), tuple(b), label) for label in c.search
+    buckets = sorted((w, not surely_holds(b, c.demand), b, label) for label in c.search
                      for w, b in source.buckets(c.queue, label) if may_hold(b, c.demand))
     for weight, borderline, b, label in buckets:
         # every member of a sure bucket holds the demand: its room is taken as the bucket's floor and
