@@ -3,11 +3,11 @@
 For every class of pending jobs (queue, partitions searched, per-node demand) the index gives the
 members of the matching label partitions, lowest fragment score first, bucket by bucket from the
 smallest bucket that can hold the demand; pages are taken until the nodes found can hold the class's
-jobs (with some slack, since classes share nodes). A class of whole-node (exclusive) jobs is looked
-for among the idle nodes instead, lowest weight first, as the full scan takes them, as many as the
-pass's whole-node jobs need in all. For
-reservations, the nodes of the running jobs that end first in each queue are added. The pass then
-runs on those nodes only.
+jobs (with some slack, since classes share nodes); the lightest node weight is taken first. A class
+of whole-node (exclusive) jobs is looked for among the idle nodes instead, lowest weight first, as
+the full scan takes them, as many as the pass's whole-node jobs need in all. For reservations, the
+nodes of the running jobs that end first in each queue are added. The pass then runs on those nodes
+only.
 
 Pure: the index is reached through `Source`, which a store implements.
 """

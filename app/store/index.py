@@ -10,8 +10,9 @@ inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:
 - `pos` hash: where each node sits (its sorted sets) and its free resources when it last moved; a
   node moves only when `should_move` says so (hysteresis);
 - `i:[queue,label]` sorted sets: the queue's idle nodes (up, holding nothing), scored by weight (ties
-  by id: the full scan's order), one set of every idle node (`*`) and one per feature label, where
-  a whole-node (exclusive) job looks; no hysteresis, a node is in them exactly while it is idle;
+  by id: the full scan's order), one set of every idle node (`*`), one of those with gpus and one
+  per feature label, where a whole-node (exclusive) job looks; no hysteresis, a node is in them
+  exactly while it is idle;
 - `e:[queue]` sorted sets: running jobs by expected end;
 - `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
   and each queue's load are known without reading the nodes;
