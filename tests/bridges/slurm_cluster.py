@@ -7,6 +7,7 @@ own munge socket.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -100,6 +101,7 @@ class LocalSlurm:
         return out.strip().removeprefix("SLURM_JWT=")
 
     def stop(self) -> None:
+        self._cancel_jobs()
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -113,6 +115,16 @@ class LocalSlurm:
         for f in self.logs:
             f.close()
         self.logs.clear()
+
+    def _cancel_jobs(self, timeout_s: float = 20) -> None:
+        """Cancel every job and wait until none runs: a batch job still running when its slurmd
+        stops would leave its slurmstepd and script behind (a benchmark's `sleep 3600`)."""
+        if not self.procs or any(p.poll() is not None for p in self.procs[:2]):
+            return  # munged or slurmctld gone: nothing to ask
+        self.run("scancel", "-u", getpass.getuser(), check=False)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.run("squeue", "-h", "-t", "R,CG", check=False).strip():
+            time.sleep(0.5)
 
     def _spawn(self, *args: str, extra: dict[str, str] | None = None) -> None:
         log = open(self.root / f"{args[0]}-{len(self.procs)}.out", "wb")  # noqa: SIM115
