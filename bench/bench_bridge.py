@@ -9,7 +9,10 @@ read (bench/slurm_state.py); one bridge cycle against a recording runner that co
 it would run. Real part (needs slurm-wlm and munge): a throw-away Slurm of `--real-nodes` slurmd
 (tests/bridges/slurm_cluster.py) with `--real-jobs` jobs that Slurm schedules itself; `sdiag`'s
 backfill cycle times beside the bridge's read of that state (Slurm's commands, timed) and the
-service's decision on it; `scontrol update` latency turns command counts into apply time.
+service's decision on it; `scontrol update` latency turns command counts into apply time. With
+slurmrestd installed, one is started on a unix socket beside that Slurm and the same state is read
+through it too, alternately with the commands (`read_cli_ms` vs `read_rest_ms`, medians of 3;
+`same_view`: both gave the same wire state), and one comment is set through it (`rest_update_ms`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from slurm_state import synthesize  # noqa: E402
 from app.bridges.slurm.apply import plan  # noqa: E402
 from app.bridges.slurm.cycle import Bridge, CycleReport  # noqa: E402
 from app.bridges.slurm.read import SlurmText  # noqa: E402
+from app.bridges.slurm.rest import RestRunner  # noqa: E402
 from app.bridges.slurm.runner import CommandRunner, RecordedRunner  # noqa: E402
 from app.bridges.slurm.service import in_process  # noqa: E402
 from app.bridges.slurm.state import BridgeState  # noqa: E402
@@ -136,12 +140,54 @@ def _measure(slurm: Any, n_nodes: int, n_jobs: int) -> tuple[list[dict[str, Any]
     cmd_ms, parallel_ms = _command_ms(slurm)
     pending = len(runs[0][0].view.pending) if runs[0][0].view else 0
     row = _row("real Slurm", n_nodes, pending, runs, cmd_ms)
+    row.update(_rest_reads(slurm, runner))
     ms = {k: v / 1e3 for k, v in sdiag.items() if k != "bf_depth" and k != "bf_cycles"}
     row.update({"slurm_bf_last_ms": ms.get("bf_last"), "slurm_bf_mean_ms": ms.get("bf_mean"),
                 "slurm_bf_depth": sdiag.get("bf_depth"), "slurm_main_mean_ms": ms.get("main_mean"),
                 "bf_cycles": sdiag.get("bf_cycles"), "scontrol_ms": cmd_ms,
                 "scontrol_ms_4_at_once": parallel_ms})
     return [row], cmd_ms
+
+
+def _rest_reads(slurm: Any, cli: CommandRunner, rounds: int = 3) -> dict[str, Any]:
+    """The same state read through the client commands and through a slurmrestd started on a unix
+    socket beside this Slurm, alternately (medians), and one job update each way."""
+    if shutil.which("slurmrestd") is None:
+        return {}
+    from app.bridges.slurm.rest import RestReader, connect
+
+    listen = f"unix:{slurm.root / 'rest.sock'}"
+    slurm.start_rest(listen)
+    cli_ms, rest_ms, same = [], [], True
+    with connect(listen) as http:
+        rest = RestReader(http)
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            by_cli = cli.read()
+            t1 = time.perf_counter()
+            by_rest = rest.read()
+            t2 = time.perf_counter()
+            cli_ms.append((t1 - t0) * 1e3)
+            rest_ms.append((t2 - t1) * 1e3)
+            same &= _view(by_cli) == _view(SlurmText(by_rest.nodes, by_rest.jobs, by_rest.reservations,
+                                                     by_cli.now))
+        jid = slurm.run("squeue", "-h", "-o", "%i", "-t", "PD").split()[0]
+        t0 = time.perf_counter()
+        RestRunner(rest, cli).run(["scontrol", "update", f"JobId={jid}", "Comment=bench-rest"])
+        rest_update_ms = (time.perf_counter() - t0) * 1e3
+    return {"read_cli_ms": statistics.median(cli_ms), "read_rest_ms": statistics.median(rest_ms),
+            "same_view": same, "rest_update_ms": rest_update_ms}
+
+
+def _view(text: SlurmText) -> Any:
+    from dataclasses import asdict
+
+    from app.bridges.slurm.read import read
+
+    v = asdict(read(text, {}, take_unheld=True))
+    for n in v["nodes"]:
+        n.pop("cpu_load")  # moves between two reads on a busy host
+    return v
 
 
 def _count_commands(rep: Any) -> list[list[str]]:

@@ -3,8 +3,11 @@
 For every class of pending jobs (queue, partitions searched, per-node demand) the index gives the
 members of the matching label partitions, lowest fragment score first, bucket by bucket from the
 smallest bucket that can hold the demand; pages are taken until the nodes found can hold the class's
-jobs (with some slack, since classes share nodes). For reservations, the nodes of the running jobs
-that end first in each queue are added. The pass then runs on those nodes only.
+jobs (with some slack, since classes share nodes); the lightest node weight is taken first. A class
+of whole-node (exclusive) jobs is looked for among the idle nodes instead, lowest weight first, as
+the full scan takes them, as many as the pass's whole-node jobs need in all. For reservations, the
+nodes of the running jobs that end first in each queue are added. The pass then runs on those nodes
+only.
 
 Pure: the index is reached through `Source`, which a store implements.
 """
@@ -18,18 +21,31 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.sched.model import Job, Node, NodeState, Triple
-from app.sched.partitions import PartitionRules, bucket_floor, may_hold, search_labels, surely_holds
+from app.sched.partitions import (
+    PartitionRules,
+    bucket_floor,
+    idle_label,
+    is_idle,
+    may_hold,
+    search_labels,
+    surely_holds,
+)
 
 Bucket = tuple[int, int, int]
+Place = tuple[int, Bucket]  # a sorted set of a partition: (node weight, capacity bucket)
 
 
 class Source(Protocol):
-    def buckets(self, queue: str, label: str) -> list[Bucket]: ...
-    def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
-        """For each (queue, label, bucket, start, count): member node ids, lowest score first."""
+    def buckets(self, queue: str, label: str) -> list[Place]: ...
+    def pages(self, asks: list[tuple[str, str, Place, int, int]]) -> list[list[str]]:
+        """For each (queue, label, (weight, bucket), start, count): member node ids, lowest score
+        first."""
     def nodes(self, ids: list[str]) -> dict[str, Node]: ...
     def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
         """Running jobs of the queue in order of expected end: (job id, its node ids)."""
+    def idle(self, queue: str, label: str, start: int, count: int) -> list[str]:
+        """Members start..start+count-1 of the queue's idle nodes with the label (`ALL`: every
+        one), lowest weight first, then by id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +67,7 @@ class DemandClass:
     demand: Triple
     slots: int  # node-slots its jobs need in all
     widest: int  # the most nodes one of its jobs needs
+    exclusive: bool = False  # whole nodes: looked for among the idle ones
 
 
 @dataclass(slots=True)
@@ -72,12 +89,13 @@ def classes(jobs: Iterable[Job], queues: Sequence[str] | None, rules: PartitionR
     slots: dict[tuple, int] = defaultdict(int)  # type: ignore[type-arg]
     widest: dict[tuple, int] = defaultdict(int)  # type: ignore[type-arg]
     for job in jobs:
+        search = (idle_label(job),) if job.exclusive else search_labels(job, rules)
         for q in queues if queues is not None else (job.queue,):
-            key = (q, job.labels, search_labels(job, rules), job.demand)
+            key = (q, job.labels, search, job.demand, job.exclusive)
             slots[key] += job.nodes
             widest[key] = max(widest[key], job.nodes)
-    return [DemandClass(q, lab, s, d, slots[k], widest[k])
-            for k in sorted(slots, key=repr) for q, lab, s, d in [k]]
+    return [DemandClass(q, lab, s, d, slots[k], widest[k], x)
+            for k in sorted(slots, key=repr) for q, lab, s, d, x in [k]]
 
 
 def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules(),
@@ -87,8 +105,12 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
     found = classes(jobs, queues, rules.partitions)
     wanted: dict[str, int] = defaultdict(lambda: rules.reserve_nodes)
     widest: dict[str, int] = defaultdict(int)
+    whole = sum(c.slots for c in found if c.exclusive)
     for c in found:
-        short = _fill(source, c, rules, out)
+        if c.exclusive:
+            short = _fill_idle(source, c, max(whole, math.ceil(c.slots * rules.slack)), rules, out)
+        else:
+            short = _fill(source, c, rules, out)
         widest[c.queue] = max(widest[c.queue], c.widest)
         if rules.reserve_all:
             wanted[c.queue] += short
@@ -109,16 +131,17 @@ def fits(node: Node, c: DemandClass, room: list[int] | None = None) -> int:
 
 
 def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> int:
-    """Take the class's partitions' members: buckets whose every node holds the demand first, then
+    """Take the class's partitions' members: the lowest node weight first (Slurm's preference, the
+    full scan's node order); within a weight, buckets whose every node holds the demand first, then
     those where some may; the smallest bucket first (best fit) in each group; the lowest fragment
     score first inside a bucket, in pages that double (2, 4, ... up to `rules.page`), until the
     nodes taken can hold the class's jobs or the class's reads are spent. Answers the node-slots
     still missing."""
     have = [0, 0]  # slots, nodes
     budget = rules.class_reads + 2 * c.widest
-    buckets = sorted((not surely_holds(b, c.demand), tuple(b), label) for label in c.search
-                     for b in source.buckets(c.queue, label) if may_hold(b, c.demand))
-    for borderline, b, label in buckets:
+    buckets = sorted((w, not surely_holds(b, c.demand), b, label) for label in c.search
+                     for w, b in source.buckets(c.queue, label) if may_hold(b, c.demand))
+    for weight, borderline, b, label in buckets:
         # every member of a sure bucket holds the demand: its room is taken as the bucket's floor and
         # its record read once, at the end, if it is chosen (unless the job has several labels)
         floor = bucket_floor(b) if not borderline and len(c.labels) <= 1 else None
@@ -127,7 +150,7 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
             # members read without their records cost little: their pages grow even when few
             # slots are missing (nodes earlier classes filled are passed over a page at a time)
             size = step if floor is not None else min(step, _missing(c, have, rules))
-            got = source.pages([(c.queue, label, b, start, size)])[0]
+            got = source.pages([(c.queue, label, (weight, b), start, size)])[0]
             if floor is None:
                 fresh = [n for n in got if n not in out.found]
                 budget -= len(fresh)
@@ -137,6 +160,38 @@ def _fill(source: Source, c: DemandClass, rules: NarrowRules, out: Narrowed) -> 
                 break
             start, step = start + size, min(2 * size, rules.page)
     return max(0, c.slots - have[0])
+
+
+def _fill_idle(source: Source, c: DemandClass, wanted: int, rules: NarrowRules, out: Narrowed) -> int:
+    """Take idle nodes for a class of whole-node jobs, lowest weight first (then id: the full
+    scan's order), in pages that double: the first `wanted` that hold the class's jobs (idle, in the
+    queue, with the labels, big enough), or fewer when the class's reads are spent. `wanted` is
+    every whole-node slot of the pass: whatever the other whole-node jobs take first, each of this
+    class's jobs then finds the nodes the full scan gives it. Answers the node-slots still missing."""
+    have = 0
+    budget = rules.class_reads + 2 * wanted
+    start, step = 0, 2
+    while have < wanted and budget > 0 and len(out.found) < rules.max_nodes:
+        size = min(step, budget)
+        got = source.idle(c.queue, c.search[0], start, size)
+        fresh = [n for n in got if n not in out.found]
+        budget -= len(fresh)
+        out.found.update(source.nodes(fresh))
+        for nid in got:
+            node = out.found.get(nid)
+            if have < wanted and node is not None and _holds_whole(node, c):
+                out.chosen.add(nid)
+                have += 1
+        if len(got) < size:
+            break
+        start, step = start + size, min(2 * size, rules.page)
+    return max(0, c.slots - have)
+
+
+def _holds_whole(node: Node, c: DemandClass) -> bool:
+    """Whether a whole-node job of the class may take the node: idle, eligible, big enough."""
+    return (is_idle(node) and c.queue in node.serves and c.labels <= node.labels
+            and all(node.cap[r] >= c.demand[r] for r in range(3)))
 
 
 def _missing(c: DemandClass, have: list[int], rules: NarrowRules) -> int:

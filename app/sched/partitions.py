@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.sched.model import Job, Node, Triple
+from app.sched.model import Job, Node, NodeState, Triple
 
 GPU, BIGMEM, CPU = "gpu", "bigmem", "cpu"
+ALL = "*"  # the idle set of every node of a queue, whatever its labels
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,3 +100,23 @@ def search_labels(job: Job, rules: PartitionRules = PartitionRules()) -> tuple[s
     """The partitions searched for a job, in order: its constraint's labels (the rarest is not known
     here, so the first by name), else its derived second label."""
     return tuple(sorted(job.labels)) if job.labels else (job_label(job, rules),)
+
+
+def is_idle(node: Node) -> bool:
+    """Up and holding nothing: a whole-node (exclusive) job may start on it."""
+    return node.state == NodeState.UP and not any(node.alloc)
+
+
+def idle_labels(node: Node) -> tuple[str, ...]:
+    """The idle sets an idle node is in, per queue it serves: every node's (`ALL`), `gpu` when it
+    has gpus, and one per label the resource manager sent (a job's constraint)."""
+    return tuple(sorted({ALL, *node.labels} | ({GPU} if node.cap[2] > 0 else set())))
+
+
+def idle_label(job: Job) -> str:
+    """The idle set searched for a whole-node job: its constraint's first label, else `gpu` when
+    it asks for gpus, else every node of its queue (it may take any node whose capacity holds its
+    demand, as the full scan does: the cpu and bigmem partitions are not used for it)."""
+    if job.labels:
+        return min(job.labels)
+    return GPU if job.gpu > 0 else ALL

@@ -4,10 +4,15 @@ Per cluster, under `hpcsched:cl:{tenant}:{cluster}:`, a `meta` hash: `version` (
 across DELETE), `live`, and `gen`, the generation that holds the state. Every write bumps the version
 inside its transaction, and every transaction watches `meta`. Under `...:g{gen}:`:
 - `node` / `job` hashes: one field per node / running job (a compact JSON record);
-- `p:[queue,label,bucket]` sorted sets: the members of a label partition of a queue whose free cpu
-  falls in a capacity bucket, scored by fragment score; `keys` lists them;
+- `p:[queue,label,bucket,weight]` sorted sets: the members of a label partition of a queue whose
+  free resources fall in a capacity bucket, one set per node weight (a pass takes the lightest
+  first), scored by fragment score; `keys` lists them;
 - `pos` hash: where each node sits (its sorted sets) and its free resources when it last moved; a
   node moves only when `should_move` says so (hysteresis);
+- `i:[queue,label]` sorted sets: the queue's idle nodes (up, holding nothing), scored by weight (ties
+  by id: the full scan's order), one set of every idle node (`*`), one of those with gpus and one
+  per feature label, where a whole-node (exclusive) job looks; no hysteresis, a node is in them
+  exactly while it is idle;
 - `e:[queue]` sorted sets: running jobs by expected end;
 - `types` / `qtot` hashes: node counts per capacity type and per-queue totals, so what can ever fit
   and each queue's load are known without reading the nodes;
@@ -49,8 +54,15 @@ from app.sched.model import (
     WholeCluster,
     Window,
 )
-from app.sched.narrow import Bucket, Narrowed
-from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
+from app.sched.narrow import Narrowed, Place
+from app.sched.partitions import (
+    PartitionRules,
+    capacity_bucket,
+    idle_labels,
+    is_idle,
+    offered_labels,
+    should_move,
+)
 from app.sched.selectors.fragment import fragment_scores
 from app.store.kv import Conflict, MemoryKv, RedisKv, Tx, Writes
 from app.store.reads import Lease, Moved, RedisReadTx, copy_generation, summary_at_once, writers_wait
@@ -75,18 +87,22 @@ class Keys:
         self.ns = f"{self.root}g{gen}:"
         self.node, self.job, self.pos, self.keys = (self.ns + s for s in ("node", "job", "pos", "keys"))
         self.types, self.qtot, self.win = self.ns + "types", self.ns + "qtot", self.ns + "win"
-        self._parts: dict[tuple[str, str, Bucket], str] = {}
+        self._parts: dict[tuple[str, str, Place], str] = {}
         return self
 
-    def part(self, queue: str, label: str, bucket: Bucket) -> str:
-        name = self._parts.get((queue, label, bucket))
+    def part(self, queue: str, label: str, place: Place) -> str:
+        name = self._parts.get((queue, label, place))
         if name is None:
-            name = self.ns + "p:" + json.dumps([queue, label, list(bucket)])
-            self._parts[queue, label, bucket] = name
+            weight, bucket = place
+            name = self.ns + "p:" + json.dumps([queue, label, list(bucket), weight])
+            self._parts[queue, label, place] = name
         return name
 
     def ends(self, queue: str) -> str:
         return self.ns + "e:" + json.dumps(queue)
+
+    def idle(self, queue: str, label: str) -> str:
+        return self.ns + "i:" + json.dumps([queue, label])
 
     def fixed(self) -> list[str]:
         return [self.node, self.job, self.pos, self.keys, self.types, self.qtot, self.win]
@@ -225,6 +241,7 @@ class ClusterCache:
             w.sadd(k.keys, [k.ends(q)])
         _Writer(w, k, self.rules).place(recs, {})
         _counts(w, k, [], [r.node for r in recs])
+        _idle(w, k, [], [r.node for r in recs])
 
     def patch(self, key: str, if_match: int, apply: Callable[[Edit], None]) -> tuple[int, int, int]:
         """Apply changes (`apply` edits the records) to the version the caller saw, all or none:
@@ -417,6 +434,25 @@ def _counts(tx: Tx | Writes, k: Keys, before: list[Node], after: list[Node]) -> 
         tx.hincrby(k.qtot, json.dumps([q, what, r]), v)
 
 
+def _idle(tx: Tx | Writes, k: Keys, before: list[Node], after: list[Node]) -> None:
+    """The idle sets moved from the `before` records to the `after` ones: a node idle before
+    leaves its sets, one idle after joins its sets (a node idle in both leaves and rejoins)."""
+    for n in before:
+        if is_idle(n):
+            for q in n.serves:
+                for label in idle_labels(n):
+                    tx.zrem(k.idle(q, label), [n.id])
+    joins: dict[str, dict[str, float]] = {}
+    for n in after:
+        if is_idle(n):
+            for q in n.serves:
+                for label in idle_labels(n):
+                    joins.setdefault(k.idle(q, label), {})[n.id] = float(n.weight)
+    for z, members in sorted(joins.items()):
+        tx.zadd(z, members)
+    tx.sadd(k.keys, sorted(joins))
+
+
 class _Writer:
     """Moves nodes in the partition sorted sets, with hysteresis."""
 
@@ -460,7 +496,7 @@ class _Writer:
             return []
         b = capacity_bucket(f)
         labels = sorted(offered_labels(n, f, self.rules))
-        return [self.k.part(q, label, b) for q in n.serves for label in labels]
+        return [self.k.part(q, label, (n.weight, b)) for q in n.serves for label in labels]
 
 
 class Edit:
@@ -521,7 +557,9 @@ class Edit:
                 tx.zrem(z, [nid])
         tx.hdel(k.pos, gone)
         _Writer(tx, k, rules).place(live, before)
-        _counts(tx, k, [n for n in self.before.values() if n is not None], [r.node for r in live])
+        was = [n for n in self.before.values() if n is not None]
+        _counts(tx, k, was, [r.node for r in live])
+        _idle(tx, k, was, [r.node for r in live])
         self._commit_jobs()
         tx.hset(k.win, {i: encode_window(w) for i, w in sorted(self.windows.items()) if w is not None})
         tx.hdel(k.win, sorted(i for i, w in self.windows.items() if w is None))
@@ -560,11 +598,14 @@ class IndexSource:
     def __init__(self, tx: Tx, k: Keys) -> None:
         self.tx, self.k = tx, k
         self.version = _version(tx, k)
-        self._buckets: dict[tuple[str, str], list[Bucket]] = {}
+        self._buckets: dict[tuple[str, str], list[Place]] = {}
+        self._names: dict[tuple[str, str, Place], str] = {}
         for z in tx.smembers(k.keys):
             if z.startswith(k.ns + "p:"):
-                q, label, b = json.loads(z[len(k.ns) + 2:])
-                self._buckets.setdefault((q, label), []).append((b[0], b[1], b[2]))
+                q, label, b, *weight = json.loads(z[len(k.ns) + 2:])  # no weight: written before tiers
+                place = (weight[0] if weight else 1, (b[0], b[1], b[2]))
+                self._buckets.setdefault((q, label), []).append(place)
+                self._names[q, label, place] = z
         self.recs: dict[str, NodeRec] = {}
         self._read: dict[str, list[str]] = {}  # each sorted set's members read so far, in order
         self._ended: set[str] = set()  # sorted sets read to their end
@@ -572,14 +613,14 @@ class IndexSource:
     def queues(self) -> list[str]:
         return sorted({q for q, _ in self._buckets})
 
-    def buckets(self, queue: str, label: str) -> list[Bucket]:
+    def buckets(self, queue: str, label: str) -> list[Place]:
         return sorted(self._buckets.get((queue, label), []))
 
-    def pages(self, asks: list[tuple[str, str, Bucket, int, int]]) -> list[list[str]]:
+    def pages(self, asks: list[tuple[str, str, Place, int, int]]) -> list[list[str]]:
         """Members start..start+count-1 of each asked sorted set; what was read once is not read again."""
         if not self._read:
             self._prefetch()
-        keys = [self.k.part(q, lab, b) for q, lab, b, _, _ in asks]
+        keys = [self._names.get((q, lab, b)) or self.k.part(q, lab, b) for q, lab, b, _, _ in asks]
         missing = sorted({z: s + n for z, (_, _, _, s, n) in zip(keys, asks, strict=True)
                           if z not in self._ended and len(self._read.get(z, [])) < s + n}.items())
         ranges = [(z, len(self._read.get(z, [])), upto - 1) for z, upto in missing]
@@ -592,7 +633,7 @@ class IndexSource:
     def _prefetch(self, count: int = 16) -> None:
         """The first members of every partition's sorted sets, in one round trip: most classes'
         first pages come from here."""
-        keys = sorted({self.k.part(q, lab, b) for (q, lab), bs in self._buckets.items() for b in bs})
+        keys = sorted(self._names.values())
         for z, got in zip(keys, self.tx.zrange_many([(z, 0, count - 1) for z in keys]), strict=True):
             self._read[z] = [m for m, _ in got]
             if len(got) < count:
@@ -608,6 +649,9 @@ class IndexSource:
     def ending_first(self, queue: str, start: int, count: int) -> list[tuple[str, list[str]]]:
         ids = [m for m, _ in self.tx.zrange_many([(self.k.ends(queue), start, start + count - 1)])[0]]
         return [(j.id, [n for n, _ in j.alloc]) for j in self.running(ids)]
+
+    def idle(self, queue: str, label: str, start: int, count: int) -> list[str]:
+        return [m for m, _ in self.tx.zrange_many([(self.k.idle(queue, label), start, start + count - 1)])[0]]
 
     def running(self, ids: list[str]) -> list[RunningJob]:
         raw = self.tx.hmget(self.k.job, ids)

@@ -7,6 +7,7 @@ own munge socket.
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 import signal
@@ -51,6 +52,7 @@ class LocalSlurm:
     job_submit_lua: Path | None = None
     scheduler: str = "sched/backfill"
     sched_params: str = "bf_interval=5"
+    jwt: bool = False  # also accept JWTs (AuthAltTypes=auth/jwt, key in the temp dir): `token()`
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[IO[bytes]] = field(default_factory=list)
 
@@ -77,7 +79,29 @@ class LocalSlurm:
             self._spawn("slurmd", "-D", "-N", n.name)
         self._wait(self._all_idle, timeout_s, "slurmd nodes idle")
 
+    def start_rest(self, listen: str, auth: str = "rest_auth/local", timeout_s: float = 30) -> None:
+        """A slurmrestd of this cluster listening on `listen` (`unix:/path` in the temp dir, or
+        `127.0.0.1:port`), stopped with the rest. As root it needs SLURMRESTD_SECURITY=
+        disable_user_check (slurmrestd refuses root otherwise); the test's user is then root too.
+        With `rest_auth/jwt` it passes each request's token on to slurmctld (SLURM_JWT=daemon)."""
+        extra = {"SLURMRESTD_SECURITY": "disable_user_check"} if os.geteuid() == 0 else {}
+        if auth == "rest_auth/jwt":
+            extra["SLURM_JWT"] = "daemon"
+        self._spawn("slurmrestd", "-a", auth, "-s", "openapi/v0.0.38", listen, extra=extra)
+        if listen.startswith("unix:"):
+            self._wait(Path(listen.removeprefix("unix:")).exists, timeout_s, "slurmrestd socket")
+        else:
+            host, _, port = listen.rpartition(":")
+            self._wait(lambda: _accepts(host, int(port)), timeout_s, "slurmrestd port")
+
+    def token(self, user: str, lifespan_s: int = 3600) -> str:
+        """A JWT for `user` from `scontrol token` (needs `jwt=True`; Slurm refuses a JWT of root or
+        SlurmUser, so this is another user's)."""
+        out = self.run("scontrol", "token", f"username={user}", f"lifespan={lifespan_s}")
+        return out.strip().removeprefix("SLURM_JWT=")
+
     def stop(self) -> None:
+        self._cancel_jobs()
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -92,11 +116,21 @@ class LocalSlurm:
             f.close()
         self.logs.clear()
 
-    def _spawn(self, *args: str) -> None:
+    def _cancel_jobs(self, timeout_s: float = 20) -> None:
+        """Cancel every job and wait until none runs: a batch job still running when its slurmd
+        stops would leave its slurmstepd and script behind (a benchmark's `sleep 3600`)."""
+        if not self.procs or any(p.poll() is not None for p in self.procs[:2]):
+            return  # munged or slurmctld gone: nothing to ask
+        self.run("scancel", "-u", getpass.getuser(), check=False)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.run("squeue", "-h", "-t", "R,CG", check=False).strip():
+            time.sleep(0.5)
+
+    def _spawn(self, *args: str, extra: dict[str, str] | None = None) -> None:
         log = open(self.root / f"{args[0]}-{len(self.procs)}.out", "wb")  # noqa: SIM115
         self.logs.append(log)
-        self.procs.append(subprocess.Popen(args, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-                                           start_new_session=True))
+        self.procs.append(subprocess.Popen(args, env={**self.env(), **(extra or {})}, stdout=log,
+                                           stderr=subprocess.STDOUT, start_new_session=True))
 
     def _start_munge(self) -> None:
         key = self.root / "munge.key"
@@ -147,6 +181,11 @@ class LocalSlurm:
             "SlurmctldTimeout=30", "SlurmdTimeout=60", "MessageTimeout=20",
             f"SchedulerParameters={self.sched_params}", "PriorityType=priority/basic",
         ]
+        if self.jwt:
+            key = r / "jwt.key"
+            key.write_bytes(os.urandom(32))
+            key.chmod(0o600)
+            lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={key}"]
         if self.job_submit_lua is not None:
             shutil.copy(self.job_submit_lua, r / "job_submit.lua")
             lines.append("JobSubmitPlugins=lua")
@@ -160,6 +199,14 @@ class LocalSlurm:
                          " MaxTime=INFINITE State=UP OverSubscribe=NO")
         (r / "state").mkdir(exist_ok=True)
         self.conf.write_text("\n".join(lines) + "\n")
+
+
+def _accepts(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def free_ports(count: int) -> list[int]:

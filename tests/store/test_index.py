@@ -13,9 +13,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.errors import InputError, VersionConflictError
-from app.sched.model import Node, NodeState, RunningJob
+from app.sched.model import Node, NodeState, RunningJob, Snapshot
 from app.sched.narrow import NarrowRules, narrow
-from app.sched.partitions import PartitionRules, capacity_bucket, offered_labels, should_move
+from app.sched.partitions import (
+    PartitionRules,
+    capacity_bucket,
+    idle_labels,
+    is_idle,
+    offered_labels,
+    should_move,
+)
 from app.sched.registry import decide
 from app.store.changes import apply_patch
 from app.store.index import ClusterCache, IndexSource, Keys, decode_job, decode_node
@@ -26,6 +33,7 @@ from tests.sched.test_contract import params_for
 from tests.strategies import common_params, snapshots_and_jobs
 
 RULES = PartitionRules()
+NARROW = NarrowRules()
 
 
 @pytest.fixture(params=["memory", "redis"], scope="module")
@@ -47,13 +55,16 @@ def state(cache: ClusterCache, key: str) -> tuple[dict[str, Node], dict[str, Run
         for z, page in zip(zsets, tx.zrange_many([(z, 0, -1) for z in zsets]), strict=True):
             for m, score in page:
                 members.setdefault(m, {})[z] = score
-        return nodes, jobs, (pos, members, tx.hgetall(k.types), tx.hgetall(k.qtot))
+        idle_sets = sorted(z for z in tx.smembers(k.keys) if z.startswith(k.ns + "i:"))
+        idle = {z: page for z, page in zip(idle_sets, tx.zrange_many([(z, 0, -1) for z in idle_sets]),
+                                           strict=True) if page}
+        return nodes, jobs, (pos, members, tx.hgetall(k.types), tx.hgetall(k.qtot), idle)
     return cache.read(key, read)
 
 
 def index_problems(cache: ClusterCache, key: str) -> list[str]:
     """Every rule the index keeps, checked from its raw keys."""
-    recs, jobs, (pos, members, types, qtot) = state(cache, key)
+    recs, jobs, (pos, members, types, qtot, idle) = state(cache, key)
     k = Keys(key, cache.read(key, lambda tx, k: k.gen))
     out = []
     held: dict[str, list[int]] = {n: [0, 0, 0] for n in recs}
@@ -76,10 +87,20 @@ def index_problems(cache: ClusterCache, key: str) -> list[str]:
             continue
         if should_move(tuple(at_move), free, RULES, n.cap):
             out.append(f"{nid}: free {free} drifted past the thresholds from {at_move} without moving")
-        expect = {k.part(n.queue, lab, capacity_bucket(tuple(at_move)))
+        expect = {k.part(n.queue, lab, (n.weight, capacity_bucket(tuple(at_move))))
                   for lab in offered_labels(n, tuple(at_move), RULES)}
         if set(keys) != expect:
             out.append(f"{nid}: in {sorted(keys)}, the rules say {sorted(expect)}")
+    expect_idle: dict[str, list[tuple[str, float]]] = {}
+    for nid in sorted(recs):
+        n = recs[nid].node
+        if is_idle(n):
+            for q in n.serves:
+                for lab in idle_labels(n):
+                    expect_idle.setdefault(k.idle(q, lab), []).append((nid, float(n.weight)))
+    expect_idle = {z: sorted(m, key=lambda e: (e[1], e[0])) for z, m in expect_idle.items()}
+    if idle != expect_idle:
+        out.append(f"idle sets {idle}, the idle nodes make {expect_idle}")
     up = [r.node for r in recs.values() if r.node.state == NodeState.UP]
     counted = sum(int(v) for f, v in types.items() if json.loads(f)[-1] == "up")
     if counted != len(up):
@@ -337,3 +358,115 @@ def test_a_500_job_pass_reads_under_5_percent_of_10000_nodes() -> None:
         decision = decide(sub, jobs, name, params_for(name, {}, None))
         assert check_decision(snap, jobs, decision) == []
         assert len(decision.starts) > 100  # the candidates are enough to start work, not a token few
+
+
+def narrowed(cache: ClusterCache, key: str, snap, jobs, rules: NarrowRules = NARROW):  # noqa: ANN001, ANN201
+    """The pass's snapshot through the index (what `examine: index` decides on)."""
+    def read(tx, k):  # noqa: ANN001, ANN202
+        src = IndexSource(tx, k)
+        return src.snapshot(snap.now, narrow(src, jobs, rules))
+    cache.put(key, snap.nodes, snap.running, snap.windows)
+    return cache.read(key, read)
+
+
+def starts(decision) -> list[tuple[str, tuple[str, ...]]]:  # noqa: ANN001
+    return sorted((s.job_id, tuple(s.node_ids)) for s in decision.starts)
+
+
+def test_whole_node_jobs_start_where_the_full_scan_starts_them(cache: ClusterCache) -> None:
+    """Whole-node (exclusive) jobs only: on the index's candidates they start on exactly the nodes
+    the full scan gives them (first_fit takes nodes by weight then id; no reservations, so every
+    start is one that fits now; no maintenance windows, which the index does not see)."""
+    from dataclasses import replace
+
+    @settings(max_examples=60, deadline=None)
+    @given(case=snapshots_and_jobs(), page=st.sampled_from([2, 64]))
+    def one(case, page) -> None:  # noqa: ANN001
+        snap, jobs = case
+        snap = replace(snap, windows=())
+        jobs = [replace(j, exclusive=True) for j in jobs]
+        params = params_for("easy", {"selector": "first_fit"}, 0)
+        sub = narrowed(cache, "t:whole", snap, jobs, NarrowRules(page=page, reserve_nodes=1))
+        assert starts(decide(sub, jobs, "easy", params)) == starts(decide(snap, jobs, "easy", params))
+
+    one()
+
+
+def test_a_whole_node_job_finds_the_idle_nodes_among_busy_ones(cache: ClusterCache) -> None:
+    """Many part-used nodes with room for the job's demand, two idle ones (heavier): the index
+    offers the idle ones, so the exclusive job starts now on them, as on the full cluster."""
+    from tests.builders import job
+
+    busy = [Node(f"b{i:03d}", "q", (64, 256_000, 0), (8, 16_000, 0)) for i in range(200)]
+    idle = [Node(f"z{i}", "q", (64, 256_000, 0), (0, 0, 0), weight=10) for i in range(2)]
+    run = [RunningJob(f"r{i}", "q", ((n.id, (8, 16_000, 0)),), 0, 10_000) for i, n in enumerate(busy)]
+    snap = Snapshot(100.0, tuple(busy + idle), tuple(run))
+    jobs = [job("x", 0, 600, cpu=4, mem=4000, nodes=2, exclusive=True)]
+    sub = narrowed(cache, "t:idle", snap, jobs)
+    params = params_for("easy", {}, None)
+    assert starts(decide(sub, jobs, "easy", params)) == [("x", ("z0", "z1"))]
+    assert starts(decide(snap, jobs, "easy", params)) == [("x", ("z0", "z1"))]
+    assert len(sub.nodes) < 50
+
+
+@st.composite
+def weighted_cpu_cluster(draw: st.DrawFn, widest: int = 3,
+                         jobs_hold: bool = True) -> tuple[Snapshot, list]:  # type: ignore[type-arg]
+    """20-80 plain cpu nodes of one queue, of mixed weights and part used (so their buckets
+    differ), by running jobs or (`jobs_hold` False) by what no job explains, and 1-30 cpu jobs of
+    one class (the index offers a cpu job only the cpu partition's nodes, by design, while the
+    full scan may put it on a gpu or bigmem node)."""
+    from tests.builders import job
+
+    nodes_, run = [], []
+    for i in range(draw(st.integers(20, 80))):
+        cap = (draw(st.sampled_from([8, 16, 64])), 64_000, 0)
+        used = (draw(st.integers(0, cap[0])), draw(st.sampled_from([0, 8_000, 32_000])), 0)
+        nodes_.append(Node(f"n{i:02d}", "q", cap, used, weight=draw(st.sampled_from([0, 1, 5, 20]))))
+        if any(used) and jobs_hold:
+            end = float(draw(st.integers(60, 9_000)))
+            run.append(RunningJob(f"r{i}", "q", ((f"n{i:02d}", used),), 0, end))
+    cpu = draw(st.sampled_from([1, 2, 4, 8]))
+    mem = cpu * draw(st.sampled_from([0, 1_000, 4_000]))  # not bigmem: the cpu partition is searched
+    jobs = [job(f"j{k:02d}", float(k), 600.0, nodes=draw(st.integers(1, widest)), cpu=cpu, mem=mem)
+            for k in range(draw(st.integers(1, 30)))]
+    return Snapshot(100.0, tuple(nodes_), tuple(run)), jobs
+
+
+def test_single_node_jobs_land_on_the_weights_the_full_scan_gives(cache: ClusterCache) -> None:
+    """Single-node jobs of one class on plain cpu nodes of mixed weights and fill: through the
+    index each job starts, or not, as on the full cluster, on a node of the same weight (first_fit
+    takes nodes by weight, then id; the index orders its candidates by weight before bucket and
+    fragment score, so within a weight the two may pick different nodes)."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(case=weighted_cpu_cluster(widest=1), page=st.sampled_from([2, 64]))
+    def one(case, page) -> None:  # noqa: ANN001
+        snap, jobs = case
+        params = params_for("easy", {"selector": "first_fit"}, 0)
+        sub = narrowed(cache, "t:weights", snap, jobs, NarrowRules(page=page, reserve_nodes=1))
+        weight = {n.id: n.weight for n in snap.nodes}
+        by_index, by_scan = decide(sub, jobs, "easy", params), decide(snap, jobs, "easy", params)
+        assert [(j, [weight[n] for n in ns]) for j, ns in starts(by_index)] == \
+            [(j, [weight[n] for n in ns]) for j, ns in starts(by_scan)]
+
+    one()
+
+
+def test_the_index_offers_the_lightest_nodes_first(cache: ClusterCache) -> None:
+    """Whatever the jobs' widths, the candidates that hold the class's demand are the lightest
+    ones: no node that holds it is left out while a heavier one is offered (no running jobs, so
+    no node is added as one where a reservation may go)."""
+
+    @settings(max_examples=60, deadline=None)
+    @given(case=weighted_cpu_cluster(jobs_hold=False), page=st.sampled_from([2, 64]))
+    def one(case, page) -> None:  # noqa: ANN001
+        snap, jobs = case
+        sub = narrowed(cache, "t:lightest", snap, jobs, NarrowRules(page=page, reserve_nodes=0))
+        d = jobs[0].demand
+        holds = [n for n in snap.nodes if all(n.cap[r] - n.alloc[r] >= d[r] for r in range(3))]
+        offered = {n.id for n in sub.nodes}
+        heaviest = max((n.weight for n in holds if n.id in offered), default=-1)
+        assert not [n.id for n in holds if n.weight < heaviest and n.id not in offered]
+
+    one()

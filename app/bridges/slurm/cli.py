@@ -1,17 +1,24 @@
 """`hpcsched slurm`: drive a Slurm cluster with the service as its scheduler.
 
     hpcsched slurm run [--interval 10] [--url http://svc:8000] [--dry-run] [--policy easy] [--cached ID]
+                       [--slurmrestd unix:/run/slurmrestd.sock | http://host:6820 [--token-file F]]
     hpcsched slurm once [--dry-run]          one cycle, then exit
     hpcsched slurm explain JOBID             the last priority, factors, reason and estimate
 
 Without --url the service runs in process. Run as root (or SlurmUser) on a host with Slurm's
 client programs; see the README's "Slurm" section for the job_submit.lua recipe.
+
+With --slurmrestd, reads, releases, partition moves and comments go through slurmrestd's REST API
+(`unix:/path`: local auth; `http(s)://`: JWT from SLURM_JWT or --token-file). Pinning a job to its
+nodes still runs `scontrol update` (22.05's REST API refuses `required_nodes`), and so does
+reading Slurm's own plan in shadow mode: the client programs are still needed.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -20,7 +27,8 @@ from rich.console import Console
 
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge, CycleReport
-from app.bridges.slurm.runner import CommandRunner
+from app.bridges.slurm.rest import RestReader, RestRunner, connect
+from app.bridges.slurm.runner import CommandRunner, Runner
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.shadow import table
 from app.bridges.slurm.state import BridgeState
@@ -39,15 +47,35 @@ Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLUR
 Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
 Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
                                             "(PUT once, PATCH the changes, send only the pending jobs)")]
+Rest = Annotated[str | None, typer.Option("--slurmrestd", help="read and act through slurmrestd at this URL "
+                                           "(unix:/path or http(s)://host:port); pins still use scontrol")]
+TokenFile = Annotated[Path | None, typer.Option("--token-file", help="file holding the JWT for an http(s) "
+                                                "--slurmrestd (default: the SLURM_JWT environment variable)")]
+RestUser = Annotated[str | None, typer.Option("--rest-user", help="X-SLURM-USER-NAME for the JWT "
+                                              "(default: this process's user)")]
 DEFAULT_STATE = Path("hpcsched-slurm.json")
 
 
+def _runner(conf: str | None, slurmrestd: str | None, token_file: Path | None,
+            rest_user: str | None) -> Runner:
+    """The client programs, or slurmrestd (with the client programs for what it cannot do)."""
+    cli = CommandRunner(conf)
+    if slurmrestd is None:
+        return cli
+    token = token_file.read_text().strip() if token_file else os.environ.get("SLURM_JWT")
+    try:
+        http = connect(slurmrestd, token, rest_user)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--slurmrestd") from exc
+    return RestRunner(RestReader(http), cli)
+
+
 def _bridge(url: str | None, api_key: str | None, dry_run: bool, policy: str, params: str | None,
-            state: Path, events: Path | None, conf: str | None, cached: str | None = None) -> Bridge:
+            state: Path, events: Path | None, runner: Runner, cached: str | None = None) -> Bridge:
     spec: dict[str, Any] = {"name": policy, **({"params": json.loads(params)} if params else {})}
     service = over_http(url, api_key) if url else in_process()
     cache = CachedCluster(service, cached) if cached else None
-    return Bridge(CommandRunner(conf), service, BridgeState.load(state), spec, dry_run, events, cache)
+    return Bridge(runner, service, BridgeState.load(state), spec, dry_run, events, cache)
 
 
 def _show(bridge: Bridge, rep: CycleReport) -> None:
@@ -71,10 +99,12 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
         params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
         conf: Conf = None, cached: Cached = None,
-        wake: Wake = True) -> None:
+        wake: Wake = True, slurmrestd: Rest = None, token_file: TokenFile = None,
+        rest_user: RestUser = None) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf, cached)
+    runner = _runner(conf, slurmrestd, token_file, rest_user)
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached)
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)
@@ -86,9 +116,11 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
 @slurm_cli.command()
 def once(url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
          params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
-         conf: Conf = None) -> None:
+         conf: Conf = None, slurmrestd: Rest = None, token_file: TokenFile = None,
+         rest_user: RestUser = None) -> None:
     """One cycle, then exit (exit 1 when it could not read Slurm or reach the service)."""
-    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, conf)
+    runner = _runner(conf, slurmrestd, token_file, rest_user)
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner)
     rep = bridge.cycle()
     _show(bridge, rep)
     if not rep.ok:

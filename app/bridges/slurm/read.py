@@ -1,4 +1,5 @@
-"""Slurm's JSON (`sinfo -N --json`, `squeue --json`, `scontrol show -o reservation`) to the wire.
+"""Slurm's JSON (`sinfo -N --json`, `squeue --json`, `scontrol show -o reservation`, or the same
+from slurmrestd) to the wire.
 
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
 a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`) whose
@@ -264,16 +265,24 @@ def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
 
 
 def windows(text: str) -> list[dict[str, Any]]:
-    """Reservations (`scontrol show -o reservation`) as maintenance windows: nodes out from start
-    to end. Every reservation is one (a user reservation's jobs are not mapped)."""
+    """Reservations as maintenance windows: nodes out from start to end. Every reservation is one
+    (a user reservation's jobs are not mapped). `text` is `scontrol show -o reservation`'s lines
+    or slurmrestd's `/reservations` JSON."""
+    if text.lstrip().startswith("{"):
+        return [window(r["name"], r.get("node_list") or "", float(r["start_time"]), float(r["end_time"]))
+                for r in json.loads(text).get("reservations") or []
+                if r.get("node_list") not in (None, "", "(null)")]
     out = []
     for line in text.splitlines():
         kv = dict(item.split("=", 1) for item in line.split() if "=" in item)
         if "ReservationName" not in kv or kv.get("Nodes", "(null)") == "(null)":
             continue
-        out.append({"id": kv["ReservationName"], "nodes": expand(kv["Nodes"]),
-                    "start": _epoch(kv["StartTime"]), "end": _epoch(kv["EndTime"])})
+        out.append(window(kv["ReservationName"], kv["Nodes"], _epoch(kv["StartTime"]), _epoch(kv["EndTime"])))
     return out
+
+
+def window(name: str, nodes: str, start: float, end: float) -> dict[str, Any]:
+    return {"id": name, "nodes": expand(nodes), "start": start, "end": end}
 
 
 def _epoch(stamp: str) -> float:

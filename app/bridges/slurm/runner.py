@@ -1,6 +1,7 @@
 """The one place the bridge talks to Slurm: read its state, run one command.
 
-`CommandRunner` calls the Slurm client programs; `RecordedRunner` answers reads from recorded
+`CommandRunner` calls the Slurm client programs; `rest.RestRunner` goes through slurmrestd where it
+can; `RecordedRunner` answers reads from recorded
 text and records the commands it is given (a cycle replayed in a benchmark or a test).
 """
 
@@ -39,8 +40,16 @@ class SlurmError(RuntimeError):
     """A Slurm command failed or did not answer."""
 
 
-class Runner(Protocol):
+class Reader(Protocol):
+    """Where a cycle reads Slurm's state: the client programs (`CommandRunner`), slurmrestd
+    (`rest.RestReader`) or a recording; every one gives the same `SlurmText`."""
+
     def read(self) -> SlurmText: ...
+
+
+class Runner(Reader, Protocol):
+    """A reader that also runs the bridge's commands and reads Slurm's own plan and job counters."""
+
     def slurm_plan(self) -> str: ...
     def run(self, args: list[str]) -> None: ...
     def changes(self) -> str: ...
