@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from app.sched.dag import mdl
 from app.sched.dag.graph import compile_problem
-from app.sched.dag.mdl import MdlPlanner, base_matrix, best_fit_slot
+from app.sched.dag.heft import upward_rank
+from app.sched.dag.mdl import MdlPlanner
 from app.sched.dag.model import DagProblem, Group, Placement, Task, TaskStatus
 from app.sched.dag.state import PlanState
 from app.sched.registry import DAG_PLANNERS, plan_dag
@@ -58,24 +59,31 @@ def test_best_is_the_shorter_plan(p: DagProblem) -> None:
 
 
 def slow_mdl(p: DagProblem) -> list[Placement]:
-    """MDL straight from the spec: every ready pair scored at every step; ties by task, then group."""
+    """MDL straight from the spec: every ready pair scored at every step, each group's earliest start
+    the best of `Lane.earliest` over its slots (idle gaps included); ties by task, then group. The
+    slot: the earliest start; among equals one where the task fills a gap, else the latest-free one."""
     c = compile_problem(p)
-    state, base = PlanState(c), base_matrix(c)
+    state, level = PlanState(c), upward_rank(c)
     ready = set(state.ready)
     while ready:
         best = None
         for v in sorted(ready):
             td = state.arrival(v)
             for r in range(c.n_groups):
-                if not np.isfinite(c.cost[v, r]):
+                d = float(c.cost[v, r])
+                if not np.isfinite(d):
                     continue
-                ta = min(lane.tail for lane in state.lanes[r])
-                score = base[v, r] - max(td[r], ta)
+                starts = [lane.earliest(float(td[r]), d) for lane in state.lanes[r]]
+                score = (level[v] + c.mean_cost[v] - d) - min(starts)
                 if best is None or score > best[0]:
-                    best = (score, v, r, max(td[r], ta))
-        _, v, r, start = best  # type: ignore[misc]
+                    best = (score, v, r, starts)
+        _, v, r, starts = best  # type: ignore[misc]
+        start, lanes = min(starts), state.lanes[r]
+        fits = [k for k, t in enumerate(starts) if t == start]
+        in_gap = [k for k in fits if lanes[k].tail > start]
+        slot = in_gap[0] if in_gap else max(fits, key=lambda k: (lanes[k].tail, -k))
         ready.remove(v)
-        ready.update(state.place(v, r, best_fit_slot(state, r, start), start))
+        ready.update(state.place(v, r, slot, start))
     return state.result()
 
 
