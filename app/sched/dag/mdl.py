@@ -208,10 +208,13 @@ class ReadyPool:
         are recomputed; the others keep theirs exactly."""
         n = self.span()
         est, dur = self.est[r, :n], self.dur[r, :n]
-        hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
-        if not hit.size:
-            return
-        est[hit] = slots.start_row(r, self.td[r, hit], dur[hit])
+        if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
+            np.maximum(self.td[r, :n], slots.free[r], out=est)
+        else:
+            hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
+            if not hit.size:
+                return
+            est[hit] = slots.start_row(r, self.td[r, hit], dur[hit])
         row = self.base[r, :n] - est
         self.mdl[r, :n] = row
         if not self.blocked:

@@ -40,7 +40,7 @@ class GroupSlots:
     def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
         s = np.maximum(ready, self.free)
-        rows, cols = np.nonzero((duration <= self.gap) & (ready < self.gap_end))
+        rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
         for i, r in zip(rows.tolist(), cols.tolist(), strict=True):
             s[i, r] = self.start(r, float(ready[i, r]), float(duration[i, r]))
         return s
@@ -48,7 +48,7 @@ class GroupSlots:
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """Earliest starts on group r of tasks given by vectors of ready times and durations."""
         s = np.maximum(ready, self.free[r])
-        idx = np.flatnonzero((duration <= self.gap[r]) & (ready < self.gap_end[r]))
+        idx = np.flatnonzero((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r]))
         if not idx.size:
             return s
         td, d = ready[idx], duration[idx]
