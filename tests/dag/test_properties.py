@@ -121,6 +121,45 @@ def test_mdl_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
         mdl.BLOCK = saved
 
 
+@given(dag_problems(max_tasks=30))
+def test_mdl_last_wave_equals_the_spec(p: DagProblem) -> None:
+    """From 1 ready task on, the last wave (every task left ready, every group settled) takes over
+    whenever it can: the plan is still the spec's."""
+    saved = mdl.WAVE_MIN
+    mdl.WAVE_MIN = 1
+    try:
+        assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
+    finally:
+        mdl.WAVE_MIN = saved
+
+
+@pytest.mark.parametrize("shape", ["independent", "fanout", "all tied", "far clock"])
+def test_mdl_last_wave_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
+    """300 tasks on 6 groups through the last wave (checked to run). `far clock`: groups free from
+    1e9 s on, so `base − free` rounds distinct levels to equal scores and the lower task must win."""
+    if shape in ("all tied", "far clock"):
+        free = 1e9 if shape == "far clock" else 0.0
+        p = DagProblem(tuple(Task(f"t{i}", work=1.0 + (i % 7) * 1e-9 * (shape == "far clock"))
+                             for i in range(300)), (),
+                       tuple(Group(f"g{r}", free_at=free) for r in range(6)))
+    else:
+        p = shaped_dag(shape, 300, groups(6, seed=3), seed=3)
+    ran = []
+    real = mdl._last_wave
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        ran.append(True)
+        return real(*args)
+
+    saved = mdl.WAVE_MIN, mdl._last_wave
+    mdl.WAVE_MIN, mdl._last_wave = 16, spy
+    try:
+        assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
+    finally:
+        mdl.WAVE_MIN, mdl._last_wave = saved
+    assert ran or shape == "fanout"
+
+
 PLANNERS = st.sampled_from(list(DAG_PLANNERS))
 
 

@@ -28,6 +28,7 @@ from app.sched.dag.heft import upward_rank
 from app.sched.dag.model import Plan, Step
 from app.sched.dag.slots import GroupSlots
 from app.sched.dag.state import PlanState
+from app.sched.dag.wave import LastWave, bounds, settled
 
 NAME = "mdl"
 
@@ -226,6 +227,9 @@ class ReadyPool:
         self.btask[r, :seg.shape[0]] = np.where(seg == best[:, None], tasks, NO_TASK).min(axis=1)
 
 
+WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)
+
+
 class MdlPlanner:
     NAME = NAME
 
@@ -236,19 +240,43 @@ class MdlPlanner:
         pool = ReadyPool(c.n_groups)
         _add(pool, state, slots, base, state.ready)
         steps: list[Step] = []
+        unplaced = sum(pl is None for pl in state.placements)
+        wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
+            if unplaced == pool.hi >= WAVE_MIN and not explain:  # every task left is ready
+                if unplaced <= fresh - max(BLOCK, fresh // 8):  # the bounds loosen as tasks leave
+                    wave_bounds = None
+                if wave_bounds is None:
+                    wave_bounds, fresh = bounds(pool.td[:, :pool.hi], pool.dur[:, :pool.hi]), unplaced
+                if settled(slots, *wave_bounds):
+                    _last_wave(pool, state, slots)
+                    break
             p, r = top
             v = int(pool.task[p])
             slot, start = slots.choose(r, float(pool.td[r, p]), float(pool.dur[r, p]))
             if explain:
                 steps.append(_step(pool, p, r, start))
             newly = state.place(v, r, slot, start)
+            unplaced -= 1
             finish = start + float(pool.dur[r, p])
             pool.remove(p)
             slots.refresh(r)
             pool.group_later(r, start, finish, slots)
             _add(pool, state, slots, base, newly)
         return Plan(NAME, state.result(), steps)
+
+
+def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
+    """Every task left is ready and every group settled (wave.py): place them all."""
+    m = pool.hi
+    wave = LastWave(pool.task[:m].copy(), pool.base[:, :m].copy(), slots)
+    td, dur = pool.td[:, :m].copy(), pool.dur[:, :m].copy()
+    while (top := wave.top())[0] >= 0:
+        p, r = top
+        slot, start = slots.choose(r, float(td[r, p]), float(dur[r, p]))
+        state.place(int(wave.task[p]), r, slot, start)
+        slots.refresh(r)
+        wave.placed(p, r)
 
 
 def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, tasks: list[int]) -> None:
