@@ -135,8 +135,9 @@ def test_mdl_last_wave_equals_the_spec(p: DagProblem) -> None:
 
 @pytest.mark.parametrize("shape", ["independent", "fanout", "all tied", "far clock"])
 def test_mdl_last_wave_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
-    """300 tasks on 6 groups through the last wave (checked to run). `far clock`: groups free from
-    1e9 s on, so `base − free` rounds distinct levels to equal scores and the lower task must win."""
+    """300 tasks on 6 groups through the last wave (checked to run; the fan-out once its groups
+    settle). `far clock`: groups free from 1e9 s on, so `base − free` rounds distinct levels to
+    equal scores and the lower task must win."""
     if shape in ("all tied", "far clock"):
         free = 1e9 if shape == "far clock" else 0.0
         p = DagProblem(tuple(Task(f"t{i}", work=1.0 + (i % 7) * 1e-9 * (shape == "far clock"))
@@ -157,7 +158,7 @@ def test_mdl_last_wave_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
         assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
     finally:
         mdl.WAVE_MIN, mdl._last_wave = saved
-    assert ran or shape == "fanout"
+    assert ran
 
 
 PLANNERS = st.sampled_from(list(DAG_PLANNERS))

@@ -28,7 +28,7 @@ from app.sched.dag.heft import upward_rank
 from app.sched.dag.model import Plan, Step
 from app.sched.dag.slots import GroupSlots
 from app.sched.dag.state import PlanState
-from app.sched.dag.wave import LastWave, bounds, settled
+from app.sched.dag.wave import LastWave, bounds, settled, settled_exactly
 
 NAME = "mdl"
 
@@ -244,11 +244,14 @@ class MdlPlanner:
         wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
             if unplaced == pool.hi >= WAVE_MIN and not explain:  # every task left is ready
-                if unplaced <= fresh - max(BLOCK, fresh // 8):  # the bounds loosen as tasks leave
-                    wave_bounds = None
-                if wave_bounds is None:
-                    wave_bounds, fresh = bounds(pool.td[:, :pool.hi], pool.dur[:, :pool.hi]), unplaced
-                if settled(slots, *wave_bounds):
+                td, dur = pool.td[:, :unplaced], pool.dur[:, :unplaced]
+                if wave_bounds is None or unplaced <= fresh - max(BLOCK, fresh // 8):
+                    # now and then (the bounds loosen as tasks leave), every gap against every task
+                    wave_bounds, fresh = bounds(td, dur), unplaced
+                    now_settled = settled_exactly(slots, td, dur)
+                else:
+                    now_settled = settled(slots, *wave_bounds)
+                if now_settled:
                     _last_wave(pool, state, slots)
                     break
             p, r = top

@@ -7,7 +7,10 @@ of them. Its MDL column is then `base − free`, so its best task is the head of
 whatever `free` is, and it stays settled (`free` only grows, and a task started at `free` leaves no
 new gap). Once every group is settled the planner hands over to `LastWave`: a step costs a few vector
 operations over the groups whose best task was the one placed, instead of O(ready). 10,000
-independent tasks on 64 groups, or the leaves of a fan-out, are the cases this is for.
+independent tasks on 64 groups, or the leaves of a fan-out, are the cases this is for. The planner
+tests settledness cheaply by bounds (`settled`) at every step and, now and then, exactly
+(`settled_exactly`: every idle gap against every task left), since early gaps often stay too short
+for any task while the bounds cannot tell.
 
 The choice is exactly the pool's (tests/dag/test_properties.py): largest MDL, ties to the lower task,
 then the lower group; scores are the same floating-point `base − free`, and where rounding makes two
@@ -31,8 +34,27 @@ def bounds(td: np.ndarray, dur: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def settled(slots: GroupSlots, latest: np.ndarray, reach: np.ndarray) -> bool:
-    """Every group settled: all inputs there by its earliest free slot, no gap ending late enough."""
+    """Every group settled (by the bounds): all inputs there by its earliest free slot, no gap
+    ending late enough for any task."""
     return bool(((slots.free >= latest) & (slots.gap_end < reach)).all())
+
+
+def settled_exactly(slots: GroupSlots, td: np.ndarray, dur: np.ndarray) -> bool:
+    """Every group settled, each idle gap tried against every task left ((G, m) rows of t_d and C)."""
+    latest, reach = bounds(td, dur)
+    if not (slots.free >= latest).all():
+        return False
+    return all(_no_gap_fits(slots, r, td[r], dur[r]) for r in np.flatnonzero(slots.gap_end >= reach).tolist())
+
+
+def _no_gap_fits(slots: GroupSlots, r: int, td: np.ndarray, dur: np.ndarray) -> bool:
+    able = np.isfinite(dur)
+    td, dur = td[able], dur[able]
+    for lane in slots.lanes[r]:
+        for a, b in zip(lane.gap_starts[:-1], lane.gap_ends[:-1], strict=True):
+            if ((np.maximum(td, a) + dur <= b) & (td < b)).any():
+                return False
+    return True
 
 
 def _next_run(sorted_base: np.ndarray) -> np.ndarray:
