@@ -83,6 +83,7 @@ class ReadyPool:
             self.dur[:, p], self.est[:, p] = dur[0], est[0]
             self.mdl[:, p] = base[0] - est[0]
             return
+        self.reserve(len(tasks))
         cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
         self.task[cols] = tasks
         self.base[:, cols], self.td[:, cols] = base.T, td.T
@@ -107,18 +108,24 @@ class ReadyPool:
 
     def _grow(self) -> int:
         if self.hi == self.task.size:
-            extra = self.task.size
-            self.base = np.hstack([self.base, np.zeros((self.g, extra))])
-            self.td = np.hstack([self.td, np.full((self.g, extra), np.inf)])
-            self.dur = np.hstack([self.dur, np.full((self.g, extra), np.inf)])
-            self.est = np.hstack([self.est, np.full((self.g, extra), np.inf)])
-            self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
-            self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
-            more = extra // BLOCK
-            self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
-            self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
+            self.reserve(1)
         self.hi += 1
         return self.hi - 1
+
+    def reserve(self, k: int) -> None:
+        """Room for k more positions, doubling (in whole blocks) so that growth is paid once."""
+        size = self.task.size
+        if self.hi + k <= size:
+            return
+        extra = max(size, -(-(self.hi + k - size) // BLOCK) * BLOCK)
+        self.base = np.hstack([self.base, np.zeros((self.g, extra))])
+        self.td, self.dur, self.est = (np.hstack([a, np.full((self.g, extra), np.inf)])
+                                       for a in (self.td, self.dur, self.est))
+        self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
+        self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
+        more = extra // BLOCK
+        self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
+        self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
 
     def _blocks(self, blocks: np.ndarray) -> None:
         """Recompute the best of these blocks for every group."""
@@ -284,7 +291,10 @@ def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
 
 def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, tasks: list[int]) -> None:
     if tasks:
-        td = np.array([state.arrival(v) for v in tasks])
+        td = np.full((len(tasks), state.c.n_groups), state.now)  # tasks without inputs: ready now
+        for i, v in enumerate(tasks):
+            if state.c.preds[v]:
+                td[i] = state.arrival(v)
         dur = state.c.cost[tasks]
         pool.add(tasks, base[tasks], td, dur, slots.start_matrix(td, dur))
 
