@@ -35,14 +35,18 @@ class GroupSlots:
         self.gap_end[r] = max(lane.last_gap_end for lane in lanes)
 
     def start(self, r: int, ready: float, duration: float) -> float:
-        return min(lane.earliest(ready, duration) for lane in self.lanes[r])
+        lanes = self.lanes[r]
+        if len(lanes) == 1:
+            return lanes[0].earliest(ready, duration)
+        return min(lane.earliest(ready, duration) for lane in lanes)
 
     def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
         s = np.maximum(ready, self.free)
         rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
-        for i, r in zip(rows.tolist(), cols.tolist(), strict=True):
-            s[i, r] = self.start(r, float(ready[i, r]), float(duration[i, r]))
+        if rows.size:
+            pairs = zip(cols.tolist(), ready[rows, cols].tolist(), duration[rows, cols].tolist(), strict=True)
+            s[rows, cols] = [self.start(r, t, d) for r, t, d in pairs]
         return s
 
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
