@@ -92,23 +92,26 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
         spans = {algorithm: best.makespan(plan, 0.0)}
     # Without a clock time stands still (the search's clock reads 0): the budget never runs out and
     # only max_evaluations stops the search, so there is none without it.
-    budget = search_budget(search_s, clock() - t0 if clock else 0.0, max_search_s)
+    list_s = clock() - t0 if clock else 0.0
+    budget = search_budget(search_s, list_s, max_search_s)
     found, tried = None, 0
     if budget > 0 and (clock or max_evaluations):
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
-                                     max_evaluations, seed, clock or (lambda: 0.0))
+                                     max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans))
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
                      found, tried)
 
 
 def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,
-            max_evaluations: int | None, seed: int,
-            clock: Callable[[], float]) -> tuple[Plan, SearchResult, int]:
-    """More list plans first (for `best`: half the budget), then the local search on the best."""
+            max_evaluations: int | None, seed: int, clock: Callable[[], float],
+            one_plan_s: float = 0.0) -> tuple[Plan, SearchResult, int]:
+    """More list plans first (for `best`: half the budget, each started only if it fits, judged by
+    `one_plan_s`, the time of one list plan, and then by the slowest so far), then the local search
+    on the best."""
     t1, listed, tried = clock(), best.makespan(plan, 0.0), 0
     if more_priorities:
         share = None if max_evaluations is None else max(1, max_evaluations // 4)
-        plan, tried = restart(c, plan, budget / 2, share, seed, clock)
+        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s)
         spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
     found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock)
     found = replace(found, before=listed, budget_s=budget, seconds=clock() - t1)

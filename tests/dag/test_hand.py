@@ -37,12 +37,13 @@ def test_seed_shape_static_levels() -> None:
 
 
 def test_seed_shape_mdl() -> None:
-    # step 1  v1: a 8.25-0-0.5 = 7.75, b 8.25+0.5 = 8.75                      -> v1 b [0, 1]
-    # step 2  t_d = 2 on a, 1 on b; t_a(b) = 1. v3 b = 6.75-1+1 = 6.75 (v2 b 5.75, v4 b 3.25) -> v3 b [1, 3]
-    # step 3  t_a(b) = 3. v2 b = 6-3+0.75 = 3.75 > v2 a 3.25, v4 a 1.25      -> v2 b [3, 4.5]
-    # step 4  v4 a = 3.75-2-0.5 = 1.25 > v5 b 0, v4 b -0.25                   -> v4 a [2, 4]
-    # step 5  v5 b = 0 > v6 a = 2.25-4-0.25 = -2                              -> v5 b [4.5, 6]
-    # step 6  v6 a -2 > v6 b = 2.25-6+0.25 = -3.5                             -> v6 a [4, 5]
+    # L (upward rank, 1 s mean transfer per edge): v7 1.5, v6 3.25, v5 4.75, v4 5.75, v3 8.75, v2 8, v1 11.25.
+    # step 1  v1: a 11.25-0-0.5 = 10.75, b 11.25+0.5 = 11.75                  -> v1 b [0, 1]
+    # step 2  t_d = 2 on a, 1 on b; b free at 1. v3 b = 8.75-1+1 = 8.75 (v2 b 7.75) -> v3 b [1, 3]
+    # step 3  b free at 3. v2 b = 8-3+0.75 = 5.75 > v2 a = 8-2-0.75 = 5.25     -> v2 b [3, 4.5]
+    # step 4  v4 a = 5.75-2-0.5 = 3.25 > v4 b = 5.75-4.5+0.5 = 1.75, v5 b 1    -> v4 a [2, 4]
+    # step 5  v5 b = 4.75-4.5+0.75 = 1 > v6 a = 3.25-4-0.25 = -1               -> v5 b [4.5, 6]
+    # step 6  v6 a -1 > v6 b = 3.25-6+0.25 = -2.5                              -> v6 a [4, 5]
     # step 7  v7: t_d(a) = 6+1 = 7, t_d(b) = max(6, 5+1) = 6; b -4 > a -6      -> v7 b [6, 7]
     r = plan_dag(seed_problem(), "mdl", explain=True)
     assert table(r) == {
@@ -52,8 +53,8 @@ def test_seed_shape_mdl() -> None:
     assert r.makespans == {"mdl": 7.0}
     steps = r.plan.steps
     assert [r.compiled.problem.tasks[s.task].id for s in steps] == ["v1", "v3", "v2", "v4", "v5", "v6", "v7"]
-    assert [s.score for s in steps] == [8.75, 6.75, 3.75, 1.25, 0.0, -2.0, -4.0]
-    assert (steps[1].runner_up_task, steps[1].runner_up_group, steps[1].runner_up_score) == (1, 1, 5.75)
+    assert [s.score for s in steps] == [11.75, 8.75, 5.75, 3.25, 1.0, -1.0, -4.0]
+    assert (steps[1].runner_up_task, steps[1].runner_up_group, steps[1].runner_up_score) == (1, 1, 7.75)
     check_plan(r.compiled.problem, r.plan.placements, 7.0)
 
 
@@ -96,11 +97,23 @@ def test_heft_inserts_into_an_idle_gap() -> None:
 
 
 def test_mdl_picks_the_ready_task_that_can_start_now() -> None:
-    # SL u = 1 + 1 = 2, w 1, z 0.5. Step 1: u P = 2 > z Q = 0.5 -> u P [0, 1].
+    # L u = 1 + 3 + 1 = 5, w 1, z 0.5. Step 1: u P = 5 > z Q = 0.5 -> u P [0, 1].
     # step 2: w Q = 1 - max(4, 0) = -3 < z Q = 0.5 -> z Q [0, 0.5]; step 3: w Q [4, 5].
     r = plan_dag(gap_problem(), "mdl")
     assert table(r) == {"u": ("P", 0, 1), "w": ("Q", 4, 5), "z": ("Q", 0, 0.5)}
     assert r.critical and [r.compiled.problem.tasks[v].id for v in r.critical] == ["u", "w"]
+
+
+def test_mdl_inserts_into_an_idle_gap() -> None:
+    # gap_problem with x (10 s, only on Q) after w: L u = 1 + 3 + 1 + 10 = 15, w 11, x 10, z 0.5.
+    # step 1 u P [0, 1]; step 2 w Q = 11 - 4 = 7 > z 0.5 -> Q [4, 5]; step 3 x Q = 10 - 5 = 5 -> [5, 15];
+    # step 4 z: Q is idle over [0, 4], so EST = 0 and z goes there, not after x at 15.
+    p = gap_problem()
+    p = DagProblem((*p.tasks, Task("x", costs={"Q": 10})), (*p.edges, Edge("w", "x", 0.0)), p.groups,
+                   p.network)
+    r = plan_dag(p, "mdl")
+    assert table(r) == {"u": ("P", 0, 1), "w": ("Q", 4, 5), "x": ("Q", 5, 15), "z": ("Q", 0, 0.5)}
+    assert r.makespans["mdl"] == 15.0
 
 
 def test_slots_run_tasks_side_by_side() -> None:

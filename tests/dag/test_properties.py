@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from app.sched.dag import mdl
 from app.sched.dag.graph import compile_problem
-from app.sched.dag.mdl import MdlPlanner, base_matrix, best_fit_slot
+from app.sched.dag.heft import upward_rank
+from app.sched.dag.mdl import MdlPlanner
 from app.sched.dag.model import DagProblem, Group, Placement, Task, TaskStatus
 from app.sched.dag.state import PlanState
 from app.sched.registry import DAG_PLANNERS, plan_dag
@@ -58,24 +59,31 @@ def test_best_is_the_shorter_plan(p: DagProblem) -> None:
 
 
 def slow_mdl(p: DagProblem) -> list[Placement]:
-    """MDL straight from the spec: every ready pair scored at every step; ties by task, then group."""
+    """MDL straight from the spec: every ready pair scored at every step, each group's earliest start
+    the best of `Lane.earliest` over its slots (idle gaps included); ties by task, then group. The
+    slot: the earliest start; among equals one where the task fills a gap, else the latest-free one."""
     c = compile_problem(p)
-    state, base = PlanState(c), base_matrix(c)
+    state, level = PlanState(c), upward_rank(c)
     ready = set(state.ready)
     while ready:
         best = None
         for v in sorted(ready):
             td = state.arrival(v)
             for r in range(c.n_groups):
-                if not np.isfinite(c.cost[v, r]):
+                d = float(c.cost[v, r])
+                if not np.isfinite(d):
                     continue
-                ta = min(lane.tail for lane in state.lanes[r])
-                score = base[v, r] - max(td[r], ta)
+                starts = [lane.earliest(float(td[r]), d) for lane in state.lanes[r]]
+                score = (level[v] + c.mean_cost[v] - d) - min(starts)
                 if best is None or score > best[0]:
-                    best = (score, v, r, max(td[r], ta))
-        _, v, r, start = best  # type: ignore[misc]
+                    best = (score, v, r, starts)
+        _, v, r, starts = best  # type: ignore[misc]
+        start, lanes = min(starts), state.lanes[r]
+        fits = [k for k, t in enumerate(starts) if t == start]
+        in_gap = [k for k in fits if lanes[k].tail > start]
+        slot = in_gap[0] if in_gap else max(fits, key=lambda k: (lanes[k].tail, -k))
         ready.remove(v)
-        ready.update(state.place(v, r, best_fit_slot(state, r, start), start))
+        ready.update(state.place(v, r, slot, start))
     return state.result()
 
 
@@ -111,6 +119,46 @@ def test_mdl_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
         assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
     finally:
         mdl.BLOCK = saved
+
+
+@given(dag_problems(max_tasks=30))
+def test_mdl_last_wave_equals_the_spec(p: DagProblem) -> None:
+    """From 1 ready task on, the last wave (every task left ready, every group settled) takes over
+    whenever it can: the plan is still the spec's."""
+    saved = mdl.WAVE_MIN
+    mdl.WAVE_MIN = 1
+    try:
+        assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
+    finally:
+        mdl.WAVE_MIN = saved
+
+
+@pytest.mark.parametrize("shape", ["independent", "fanout", "all tied", "far clock"])
+def test_mdl_last_wave_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
+    """300 tasks on 6 groups through the last wave (checked to run; the fan-out once its groups
+    settle). `far clock`: groups free from 1e9 s on, so `base − free` rounds distinct levels to
+    equal scores and the lower task must win."""
+    if shape in ("all tied", "far clock"):
+        free = 1e9 if shape == "far clock" else 0.0
+        p = DagProblem(tuple(Task(f"t{i}", work=1.0 + (i % 7) * 1e-9 * (shape == "far clock"))
+                             for i in range(300)), (),
+                       tuple(Group(f"g{r}", free_at=free) for r in range(6)))
+    else:
+        p = shaped_dag(shape, 300, groups(6, seed=3), seed=3)
+    ran = []
+    real = mdl._last_wave
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        ran.append(True)
+        return real(*args)
+
+    saved = mdl.WAVE_MIN, mdl._last_wave
+    mdl.WAVE_MIN, mdl._last_wave = 16, spy
+    try:
+        assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
+    finally:
+        mdl.WAVE_MIN, mdl._last_wave = saved
+    assert ran
 
 
 PLANNERS = st.sampled_from(list(DAG_PLANNERS))

@@ -1,17 +1,22 @@
 """Modified dynamic level (docs/methods.md §6, seed 004): choose the (task, group) pair together.
 
-    MDL(v, R) = SL(v) − max(t_d(v, R), t_a(R)) + Δ(v, R),   Δ(v, R) = C̄(v) − C(v, R)
+    MDL(v, R) = L(v) − EST(v, R) + Δ(v, R),   Δ(v, R) = C̄(v) − C(v, R)
 
-The part that never changes, SL(v) + C̄(v) − C(v, R), is computed once per task (`base`). t_d(v, R)
-is fixed once v is ready (its predecessors are all placed), and t_a(R) (the group's earliest free
-slot) only grows. So after placing a task on R only column R of the MDL matrix can change, and only
+L(v) is the transfer-aware level: the longest path from v to an exit counting each task at its mean
+cost and each edge at its mean transfer (HEFT's upward rank). EST(v, R) is the earliest start of v on
+R: once its inputs can be there (t_d, fixed once v is ready) on any slot of R, in an idle gap between
+tasks already placed when one is long enough, else at the slot's end (`slots.GroupSlots`).
+
+The part that never changes, L(v) + C̄(v) − C(v, R), is computed once per task (`base`). Placing a
+task on R only takes idle time from R, so only column R of the MDL matrix can change, and only
 downwards: the planner refreshes that column, recomputes the best pair of the tasks whose best was
 on R, and takes the largest. Each step costs O(ready + tasks touched × G) in a few vector
 operations, not O(ready × G) pairs scored one by one.
 
 Ties: the lower task index (request order), then the lower group index — what `argmax` gives.
-A group with several slots starts the task on the busiest slot that is free by then (best fit),
-keeping earlier-free slots for tasks whose data arrive sooner.
+Within a group the task takes the slot where it starts earliest; among equals one where it fills an
+idle gap, else the slot that became free last (best fit), keeping earlier-free slots for tasks whose
+data arrive sooner.
 """
 
 from __future__ import annotations
@@ -19,24 +24,18 @@ from __future__ import annotations
 import numpy as np
 
 from app.sched.dag.graph import Compiled
+from app.sched.dag.heft import upward_rank
 from app.sched.dag.model import Plan, Step
+from app.sched.dag.slots import GroupSlots
 from app.sched.dag.state import PlanState
+from app.sched.dag.wave import LastWave, bounds, settled, settled_exactly
 
 NAME = "mdl"
 
 
 def base_matrix(c: Compiled) -> np.ndarray:
-    """SL(v) + C̄(v) − C(v, R); −inf where R cannot run v."""
-    return c.static_level[:, None] + c.mean_cost[:, None] - c.cost
-
-
-def best_fit_slot(state: PlanState, r: int, start: float) -> int:
-    """The slot of group r free by `start` that became free last (lowest index on ties)."""
-    best_k, best_tail = 0, -np.inf
-    for k, lane in enumerate(state.lanes[r]):
-        if best_tail < lane.tail <= start:
-            best_k, best_tail = k, lane.tail
-    return best_k
+    """L(v) + C̄(v) − C(v, R); −inf where R cannot run v."""
+    return upward_rank(c)[:, None] + c.mean_cost[:, None] - c.cost
 
 
 BLOCK = 64  # positions per block of the pool
@@ -55,11 +54,12 @@ class ReadyPool:
     tasks on 64 groups would otherwise recompute most of the matrix at every step.
     """
 
-    def __init__(self, n_groups: int, ta: np.ndarray) -> None:
-        self.ta = ta  # the planner's t_a(R), shared: it only grows
+    def __init__(self, n_groups: int) -> None:
         self.g = n_groups
         self.base = np.zeros((n_groups, BLOCK))
-        self.td = np.full((n_groups, BLOCK), np.inf)
+        self.td = np.full((n_groups, BLOCK), np.inf)  # t_d(v, R)
+        self.dur = np.full((n_groups, BLOCK), np.inf)  # C(v, R)
+        self.est = np.full((n_groups, BLOCK), np.inf)  # EST(v, R)
         self.mdl = np.full((n_groups, BLOCK), -np.inf)
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
         self.bmax = np.full((n_groups, 1), -np.inf)
@@ -72,19 +72,23 @@ class ReadyPool:
     def blocks(self) -> int:
         return -(-self.hi // BLOCK)
 
-    def add(self, tasks: list[int], base: np.ndarray, td: np.ndarray) -> None:
-        """Tasks made ready, with their rows of `base` and t_d (len(tasks) × G)."""
+    def add(self, tasks: list[int], base: np.ndarray, td: np.ndarray, dur: np.ndarray,
+            est: np.ndarray) -> None:
+        """Tasks made ready, with their rows of `base`, t_d, C and EST (len(tasks) × G)."""
         if not tasks:
             return
         if len(tasks) == 1 and not self.blocked and self.hi < 4 * BLOCK:  # the common case, cheaply
             p = self._take(tasks[0])
             self.task[p], self.base[:, p], self.td[:, p] = tasks[0], base[0], td[0]
-            self.mdl[:, p] = base[0] - np.maximum(td[0], self.ta)
+            self.dur[:, p], self.est[:, p] = dur[0], est[0]
+            self.mdl[:, p] = base[0] - est[0]
             return
+        self.reserve(len(tasks))
         cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
         self.task[cols] = tasks
         self.base[:, cols], self.td[:, cols] = base.T, td.T
-        self.mdl[:, cols] = self.base[:, cols] - np.maximum(self.td[:, cols], self.ta[:, None])
+        self.dur[:, cols], self.est[:, cols] = dur.T, est.T
+        self.mdl[:, cols] = self.base[:, cols] - self.est[:, cols]
         if not self.blocked and self.hi > 4 * BLOCK:
             self.blocked = True
             self._blocks(np.arange(self.blocks))
@@ -104,16 +108,24 @@ class ReadyPool:
 
     def _grow(self) -> int:
         if self.hi == self.task.size:
-            extra = self.task.size
-            self.base = np.hstack([self.base, np.zeros((self.g, extra))])
-            self.td = np.hstack([self.td, np.full((self.g, extra), np.inf)])
-            self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
-            self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
-            more = extra // BLOCK
-            self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
-            self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
+            self.reserve(1)
         self.hi += 1
         return self.hi - 1
+
+    def reserve(self, k: int) -> None:
+        """Room for k more positions, doubling (in whole blocks) so that growth is paid once."""
+        size = self.task.size
+        if self.hi + k <= size:
+            return
+        extra = max(size, -(-(self.hi + k - size) // BLOCK) * BLOCK)
+        self.base = np.hstack([self.base, np.zeros((self.g, extra))])
+        self.td, self.dur, self.est = (np.hstack([a, np.full((self.g, extra), np.inf)])
+                                       for a in (self.td, self.dur, self.est))
+        self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
+        self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
+        more = extra // BLOCK
+        self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
+        self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
 
     def _blocks(self, blocks: np.ndarray) -> None:
         """Recompute the best of these blocks for every group."""
@@ -157,11 +169,13 @@ class ReadyPool:
         moved = int(self.task[last])
         if p != last:
             self.position[moved] = p
-            for a in (self.base, self.td, self.mdl):
+            for a in (self.base, self.td, self.dur, self.est, self.mdl):
                 a[:, p] = a[:, last]
             self.task[p] = moved
         self.task[last] = NO_TASK
-        self.td[:, last], self.mdl[:, last] = np.inf, -np.inf
+        for a in (self.td, self.dur, self.est):
+            a[:, last] = np.inf
+        self.mdl[:, last] = -np.inf
         self.hi = last
         if self.blocked and last <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
@@ -192,10 +206,24 @@ class ReadyPool:
         better = (score > self.bmax[:, b]) | ((score == self.bmax[:, b]) & (v < self.btask[:, b]))
         self.bmax[better, b], self.btask[better, b] = score[better], v
 
-    def group_later(self, r: int) -> None:
-        """t_a(r) grew: refresh row r and its blocks."""
-        n = self.blocks * BLOCK if self.blocked else self.hi
-        row = self.base[r, :n] - np.maximum(self.td[r, :n], self.ta[r])
+    def span(self) -> int:
+        """Positions a row refresh covers (whole blocks while the block table is kept)."""
+        return self.blocks * BLOCK if self.blocked else self.hi
+
+    def group_later(self, r: int, start: float, finish: float, slots: GroupSlots) -> None:
+        """Group r lost the idle time [start, finish) on one slot. A task's EST there changes only if
+        its earliest placement on r met that interval (elsewhere it is still free), so only those
+        are recomputed; the others keep theirs exactly."""
+        n = self.span()
+        est, dur = self.est[r, :n], self.dur[r, :n]
+        if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
+            np.maximum(self.td[r, :n], slots.free[r], out=est)
+        else:
+            hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
+            if not hit.size:
+                return
+            est[hit] = slots.start_row(r, self.td[r, hit], dur[hit])
+        row = self.base[r, :n] - est
         self.mdl[r, :n] = row
         if not self.blocked:
             return
@@ -206,35 +234,69 @@ class ReadyPool:
         self.btask[r, :seg.shape[0]] = np.where(seg == best[:, None], tasks, NO_TASK).min(axis=1)
 
 
+WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)
+
+
 class MdlPlanner:
     NAME = NAME
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
         state = PlanState(c)
         base = base_matrix(c)
-        ta = np.array([min(lane.tail for lane in lanes) for lanes in state.lanes], dtype=float)
-        pool = ReadyPool(c.n_groups, ta)
-        _add(pool, state, base, state.ready)
+        slots = GroupSlots(state.lanes)
+        pool = ReadyPool(c.n_groups)
+        _add(pool, state, slots, base, state.ready)
         steps: list[Step] = []
+        unplaced = sum(pl is None for pl in state.placements)
+        wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
+            if unplaced == pool.hi >= WAVE_MIN and not explain:  # every task left is ready
+                td, dur = pool.td[:, :unplaced], pool.dur[:, :unplaced]
+                if wave_bounds is None or unplaced <= fresh - max(BLOCK, fresh // 8):
+                    # now and then (the bounds loosen as tasks leave), every gap against every task
+                    wave_bounds, fresh = bounds(td, dur), unplaced
+                    now_settled = settled_exactly(slots, td, dur)
+                else:
+                    now_settled = settled(slots, *wave_bounds)
+                if now_settled:
+                    _last_wave(pool, state, slots)
+                    break
             p, r = top
             v = int(pool.task[p])
-            start = max(float(pool.td[r, p]), float(ta[r]))
+            slot, start = slots.choose(r, float(pool.td[r, p]), float(pool.dur[r, p]))
             if explain:
                 steps.append(_step(pool, p, r, start))
-            newly = state.place(v, r, best_fit_slot(state, r, start), start)
+            newly = state.place(v, r, slot, start)
+            unplaced -= 1
+            finish = start + float(pool.dur[r, p])
             pool.remove(p)
-            new_ta = min(lane.tail for lane in state.lanes[r])
-            if new_ta != ta[r]:
-                ta[r] = new_ta
-                pool.group_later(r)
-            _add(pool, state, base, newly)
+            slots.refresh(r)
+            pool.group_later(r, start, finish, slots)
+            _add(pool, state, slots, base, newly)
         return Plan(NAME, state.result(), steps)
 
 
-def _add(pool: ReadyPool, state: PlanState, base: np.ndarray, tasks: list[int]) -> None:
+def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
+    """Every task left is ready and every group settled (wave.py): place them all."""
+    m = pool.hi
+    wave = LastWave(pool.task[:m].copy(), pool.base[:, :m].copy(), slots)
+    td, dur = pool.td[:, :m].copy(), pool.dur[:, :m].copy()
+    while (top := wave.top())[0] >= 0:
+        p, r = top
+        slot, start = slots.choose(r, float(td[r, p]), float(dur[r, p]))
+        state.place(int(wave.task[p]), r, slot, start)
+        slots.refresh(r)
+        wave.placed(p, r)
+
+
+def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, tasks: list[int]) -> None:
     if tasks:
-        pool.add(tasks, base[tasks], np.array([state.arrival(v) for v in tasks]))
+        td = np.full((len(tasks), state.c.n_groups), state.now)  # tasks without inputs: ready now
+        for i, v in enumerate(tasks):
+            if state.c.preds[v]:
+                td[i] = state.arrival(v)
+        dur = state.c.cost[tasks]
+        pool.add(tasks, base[tasks], td, dur, slots.start_matrix(td, dur))
 
 
 def _step(pool: ReadyPool, p: int, r: int, start: float) -> Step:

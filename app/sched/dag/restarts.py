@@ -62,21 +62,26 @@ def named_priorities(c: Compiled) -> list[tuple[str, Callable[[], np.ndarray]]]:
 
 
 def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = None,
-            seed: int = 0, clock: Callable[[], float] = lambda: 0.0) -> tuple[Plan, int]:
-    """The shortest of `plan` and the variants tried within the budget (on the caller's clock), the
-    first (saga's reading of HEFT) whatever the budget; (plan, variants tried)."""
+            seed: int = 0, clock: Callable[[], float] = lambda: 0.0,
+            estimate_s: float = 0.0) -> tuple[Plan, int]:
+    """The shortest of `plan` and the variants tried within the budget (on the caller's clock);
+    (plan, variants tried). A variant starts only when it can end within the budget, judged by the
+    slowest variant so far (before the first, by `estimate_s`, the caller's time for one list plan):
+    on a large DAG one list plan can take a good part of a second, and starting one just before the
+    budget ends would overrun it by that much."""
     t0 = clock()
     best, span = plan, makespan(plan, 0.0)
     rng = np.random.default_rng(seed)
     up = np.empty(0)
-    tried = 0
+    tried, slowest = 0, estimate_s
 
     def spent() -> bool:
-        return (max_plans is not None and tried >= max_plans) or clock() - t0 >= budget_s
+        return (max_plans is not None and tried >= max_plans) or clock() - t0 + slowest > budget_s
 
     named = named_priorities(c)
     k = 0
-    while not tried or not spent():
+    while not spent():
+        t1 = clock()
         if tried < len(named):
             name, priority = named[tried][0], named[tried][1]()
         else:
@@ -86,6 +91,7 @@ def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = No
             name, priority = f"heft-noise-{k}", up * rng.lognormal(0.0, sigma, size=c.n_tasks)
         candidate = list_schedule(c, priority, name)
         tried += 1
+        slowest = max(slowest, clock() - t1)
         if (m := makespan(candidate, 0.0)) < span:
             best, span = candidate, m
     return best, tried

@@ -1,0 +1,83 @@
+"""When a task can start at the earliest on a group, idle gaps included, for many tasks at once.
+
+A group's earliest start for a task ready at `ready` and lasting `duration` is the smallest
+`Lane.earliest` over its slots. Most of the time no slot has an idle gap the task could use, and the
+answer is `max(ready, the earliest tail)`: `GroupSlots` keeps, per group, that tail, the longest idle
+gap and the latest end of one, so a whole matrix of tasks × groups costs one vector operation and
+only the pairs that might fit a gap are searched. The result is exactly the minimum of
+`Lane.earliest` over the slots (tests/dag/test_properties.py checks it).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+import numpy as np
+
+from app.sched.dag.state import Lane
+
+
+class GroupSlots:
+    def __init__(self, lanes: list[list[Lane]]) -> None:
+        self.lanes = lanes
+        g = len(lanes)
+        self.free = np.empty(g)  # earliest tail over the group's slots
+        self.gap = np.empty(g)  # longest closed idle gap over its slots
+        self.gap_end = np.empty(g)  # latest end of a closed idle gap (-inf: none)
+        for r in range(g):
+            self.refresh(r)
+
+    def refresh(self, r: int) -> None:
+        """Group r's slots changed."""
+        lanes = self.lanes[r]
+        self.free[r] = min(lane.tail for lane in lanes)
+        self.gap[r] = max(lane.max_gap for lane in lanes)
+        self.gap_end[r] = max(lane.last_gap_end for lane in lanes)
+
+    def start(self, r: int, ready: float, duration: float) -> float:
+        lanes = self.lanes[r]
+        if len(lanes) == 1:
+            return lanes[0].earliest(ready, duration)
+        return min(lane.earliest(ready, duration) for lane in lanes)
+
+    def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
+        s = np.maximum(ready, self.free)
+        rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
+        if rows.size:
+            pairs = zip(cols.tolist(), ready[rows, cols].tolist(), duration[rows, cols].tolist(), strict=True)
+            s[rows, cols] = [self.start(r, t, d) for r, t, d in pairs]
+        return s
+
+    def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """Earliest starts on group r of tasks given by vectors of ready times and durations."""
+        s = np.maximum(ready, self.free[r])
+        idx = np.flatnonzero((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r]))
+        if not idx.size:
+            return s
+        td, d = ready[idx], duration[idx]
+        low, short = float(td.min()), float(d.min())
+        best = s[idx]
+        for lane in self.lanes[r]:
+            j = bisect_right(lane.gap_ends, low)  # gaps ending by `low` take none of these tasks
+            a, b = np.array(lane.gap_starts[j:-1]), np.array(lane.gap_ends[j:-1])
+            if not a.size:
+                continue
+            keep = b - a >= short
+            a, b = a[keep], b[keep]
+            t = np.maximum(td[:, None], a)  # tasks × gaps
+            fits = (t + d[:, None] <= b) & (td[:, None] < b)
+            np.minimum(best, np.where(fits, t, np.inf).min(axis=1, initial=np.inf), out=best)
+        s[idx] = best
+        return s
+
+    def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
+        """(slot, start) on group r: the earliest start; among equals a slot where the task fills an
+        idle gap, else the one that became free last (best fit); lowest index on ties."""
+        starts = [lane.earliest(ready, duration) for lane in self.lanes[r]]
+        s = min(starts)
+        fits = [k for k, t in enumerate(starts) if t == s]
+        in_gap = [k for k in fits if self.lanes[r][k].tail > s]
+        if in_gap:
+            return in_gap[0], s
+        return max(fits, key=lambda k: (self.lanes[r][k].tail, -k)), s
