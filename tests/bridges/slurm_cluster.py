@@ -33,6 +33,12 @@ class NodeSpec:
     mem_mib: int = 16_000
     features: tuple[str, ...] = ()
     weight: int = 1
+    gpus: int = 0  # GRES gpu count, at most len(FAKE_GPU_DEVICES)
+
+
+# slurmd's gpu plugin drops a GPU without a device file and wants a character device: these stand in
+# for the GPUs (Slurm only looks at them; with task/none nothing is bound to them).
+FAKE_GPU_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/urandom")
 
 
 @dataclass(frozen=True)
@@ -189,16 +195,26 @@ class LocalSlurm:
         if self.job_submit_lua is not None:
             shutil.copy(self.job_submit_lua, r / "job_submit.lua")
             lines.append("JobSubmitPlugins=lua")
+        if any(n.gpus for n in self.nodes):
+            lines.append("GresTypes=gpu")
+            self._write_gres_conf()
         for n, port in zip(self.nodes, ports[1:], strict=True):
             feat = f" Feature={','.join(n.features)}" if n.features else ""
+            gres = f" Gres=gpu:{n.gpus}" if n.gpus else ""
             lines.append(f"NodeName={n.name} NodeAddr=127.0.0.1 NodeHostname={host} Port={port} "
-                         f"CPUs={n.cpus} RealMemory={n.mem_mib} Weight={n.weight}{feat} State=UNKNOWN")
+                         f"CPUs={n.cpus} RealMemory={n.mem_mib} Weight={n.weight}{feat}{gres} State=UNKNOWN")
         for p in self.partitions:
             default = "YES" if p.default else "NO"
             lines.append(f"PartitionName={p.name} Nodes={','.join(p.nodes)} Default={default}"
                          " MaxTime=INFINITE State=UP OverSubscribe=NO")
         (r / "state").mkdir(exist_ok=True)
         self.conf.write_text("\n".join(lines) + "\n")
+
+    def _write_gres_conf(self) -> None:
+        """gres.conf beside slurm.conf (where slurmd looks for it): each GPU node's stand-in devices."""
+        lines = [f"NodeName={n.name} Name=gpu File={','.join(FAKE_GPU_DEVICES[:n.gpus])}"
+                 for n in self.nodes if n.gpus]
+        (self.root / "gres.conf").write_text("\n".join(lines) + "\n")
 
 
 def _accepts(host: str, port: int) -> bool:

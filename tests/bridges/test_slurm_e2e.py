@@ -120,7 +120,7 @@ def test_workload_is_mixed(outcome: Outcome) -> None:
     """The workload has ≥ 40 jobs of every kind the issue asks for."""
     kinds = {j.kind for j in outcome.jobs}
     assert len(outcome.jobs) >= 40
-    assert {"serial", "multi", "memory", "gpu", "wide", "dependent", "user_held", "exclusive",
+    assert {"serial", "multi", "memory", "gpu", "gres", "wide", "dependent", "user_held", "exclusive",
             "mem_per_cpu"} <= kinds
 
 
@@ -161,15 +161,27 @@ def test_nothing_ran_that_the_service_did_not_start(outcome: Outcome) -> None:
 
 
 def test_no_node_over_committed(outcome: Outcome) -> None:
-    """At every instant, the CPUs and memory Slurm gave on each node fit the node."""
-    cap = {n.name: (n.cpus, n.mem_mib) for n in NODES}
+    """At every instant, the CPUs, memory and GPUs Slurm gave on each node fit the node."""
+    cap = {n.name: (n.cpus, n.mem_mib, n.gpus) for n in NODES}
     for node in cap:
         spans = [(r.start, r.end, *r.nodes[node]) for r in outcome.final.values()
                  if node in r.nodes and r.start == r.start]
         for t in {s[0] for s in spans}:
             live = [s for s in spans if s[0] <= t < s[1]]
-            assert sum(s[2] for s in live) <= cap[node][0], (node, t)
-            assert sum(s[3] for s in live) <= cap[node][1], (node, t)
+            for k in range(3):
+                assert sum(s[2 + k] for s in live) <= cap[node][k], (node, t, ("cpus", "mem", "gpus")[k])
+
+
+def test_gres_jobs_got_their_gpus(outcome: Outcome) -> None:
+    """Each `--gres=gpu:k` job ran on a GPU node and Slurm gave it k GPUs there; the six GPUs asked
+    of four could not all run at once, so some GPU job waited for another's end."""
+    asked = {jid: gpus for jid, gpus in zip(_kind(outcome, "gres"), (1, 1, 2, 2), strict=True)}
+    gpu_nodes = {n.name for n in NODES if n.gpus}
+    for jid, gpus in asked.items():
+        ((node, (_, _, got)),) = outcome.final[jid].nodes.items()
+        assert node in gpu_nodes and got == gpus, (jid, node, got)
+    spans = [(outcome.final[j].start, outcome.final[j].end) for j in asked]
+    assert any(start >= end for start, _ in spans for _, end in spans)
 
 
 def test_nothing_ran_into_the_maintenance_window(outcome: Outcome) -> None:
