@@ -26,6 +26,7 @@ from app.sched.timeline import INF, Demand, Profile, align_up, release_time, run
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
+HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit together; False for checks
 # answer the jobs that surely wait at once (`app.sched.sure_waits`) in a pass over at least this many
 # jobs (below, its fixed cost per pass outweighs what it saves); a huge value turns it off, for checks
 BULK_WAITS_FROM = 64
@@ -173,21 +174,33 @@ class BackfillPass:
     def _hold_promises(self, jobs: Sequence[Job]) -> None:
         """Book every job's promised slot before the pass: no job planned ahead of it, and no
         backfill, can take it. Each job gives its own slot back when its turn comes, so it finds
-        that slot free (or better): re-planning from scratch never pushes a promised job later."""
-        for job in jobs:
-            if job.promise_start is None or len(job.promise_nodes) != job.nodes:
-                continue
-            index = [self.cluster.pos.get(n) for n in job.promise_nodes]
-            if None in index or not all(self._may_use(job, x) for x in index):  # type: ignore[arg-type]
-                continue
-            nodes = np.asarray(index, dtype=np.int64)
-            start = max(job.promise_start, self.now)
-            end = align_up(start + job.walltime_s, self.grain)
-            need = self._need(job, nodes)
+        that slot free (or better): re-planning from scratch never pushes a promised job later.
+
+        Usually the slots fit together as they did last time: then they are booked in one step
+        (`Profile.book_all`), which is what checking and booking them one by one comes to."""
+        slots = [slot for job in jobs if (slot := self._promised_slot(job)) is not None]
+        if HOLD_ALL_AT_ONCE and self.profile.book_all([slot[1:] for slot in slots]):
+            for job, nodes, start, end, _ in slots:
+                self.promised[job.id] = (nodes, start, end)
+            return
+        for job, nodes, start, end, need in slots:
             if not self.profile.holds_over(nodes, need, start, end).all():
                 continue  # the slot is gone (a node down, a job overran): plan it afresh
             self.profile.book_many(nodes, start, end, need)
             self.promised[job.id] = (nodes, start, end)
+
+    def _promised_slot(self, job: Job) -> tuple[Job, np.ndarray, float, float, Demand] | None:
+        """(job, nodes, start, end, what it takes on each) of a job's promise, if it names nodes
+        the job may use; else None."""
+        if job.promise_start is None or len(job.promise_nodes) != job.nodes:
+            return None
+        index = [self.cluster.pos.get(n) for n in job.promise_nodes]
+        if None in index or not all(self._may_use(job, x) for x in index):  # type: ignore[arg-type]
+            return None
+        nodes = np.asarray(index, dtype=np.int64)
+        start = max(job.promise_start, self.now)
+        end = align_up(start + job.walltime_s, self.grain)
+        return job, nodes, start, end, self._need(job, nodes)
 
     def _may_use(self, job: Job, x: int) -> bool:
         c = self.cluster

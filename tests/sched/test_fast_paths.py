@@ -7,6 +7,7 @@ pass's bulk answer to unfit jobs (app/sched/unfit.py) must be the decision of lo
 
 from __future__ import annotations
 
+import dataclasses
 from unittest import mock
 
 import numpy as np
@@ -186,3 +187,23 @@ def test_bulk_waits_let_a_job_end_as_the_reservation_begins(name: str) -> None:
     reasons = {p.job_id: p.reason for p in fast.pending}
     assert reasons == {"b_long": Reason.blocked_by_reservation, "c_wide": Reason.resources,
                        "e_long": Reason.resources}
+
+
+@settings(max_examples=120, deadline=None)
+@given(case=snapshots_and_jobs(), common=common_params(), later=st.sampled_from([0.0, 60.0, 3_600.0]),
+       shift=st.sampled_from([0.0, -600.0, -7_200.0]))
+def test_promises_held_at_once_give_the_plain_decision(case, common, later, shift) -> None:  # noqa: ANN001
+    """`conservative` holding last decision's promises in one step decides as booking them one by
+    one: as made (they fit together), some time later, and with every other promise moved earlier
+    (slots that may collide, where the one-step booking must give way)."""
+    snap, jobs = case
+    params = params_for("conservative", common, None)
+    promised = {r.job_id: r for r in decide(snap, jobs, "conservative", params).reservations}
+    again = [dataclasses.replace(j, promise_start=promised[j.id].start_time + (shift if k % 2 else 0.0),
+                                 promise_nodes=promised[j.id].node_ids) if j.id in promised else j
+             for k, j in enumerate(jobs)]
+    snap = dataclasses.replace(snap, now=snap.now + later)
+    fast = decide(snap, again, "conservative", params)
+    with mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", False):
+        plain = decide(snap, again, "conservative", params)
+    assert fast == plain
