@@ -119,11 +119,16 @@ class BackfillPass:
 
     def _each(self, jobs: Sequence[Job]) -> None:
         """`_one` for each job in order, except that the jobs that surely wait (`SureWaits`) are
-        answered at once, as `_one` would answer each."""
+        answered at once, as `_one` would answer each. Until a queue is full no job surely waits."""
         if not self._bulk_waits(jobs):
             for job in jobs:
                 self._one(job)
             return
+        pos = 0
+        while pos < len(jobs) and not (self.filled or self.depth == 0):
+            self._one(jobs[pos])
+            pos += 1
+        jobs = jobs[pos:]
         waits = SureWaits.of(jobs, self.cluster, self.profile, self._holds_up)
         # as `_one` would: every job adds its key, or follows a job that added it (`stuck`)
         self.out.examined |= waits.keys()
