@@ -21,10 +21,15 @@ from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
+from app.sched.sure_waits import SureWaits
 from app.sched.timeline import INF, Demand, Profile, align_up, release_time, run_starts
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
+HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit together; False for checks
+# answer the jobs that surely wait at once (`app.sched.sure_waits`) in a pass over at least this many
+# jobs (below, its fixed cost per pass outweighs what it saves); a huge value turns it off, for checks
+BULK_WAITS_FROM = 64
 
 
 def _always(job: Job) -> bool:
@@ -73,6 +78,7 @@ class BackfillPass:
         # during a pass, so any demand at least as large on every resource fails too
         self.failed_frontier: dict[tuple[str, frozenset[str]], list[tuple[int, int, int]]] = {}
         self.reserved_in: dict[str, int] = {}  # only grows: a queue out of depth stays out
+        self.filled = 0  # queues that made every reservation their depth allows
         self.depth = rules.reservation_depth
         self.short_reasons: dict[str, tuple[Reason, str]] = {}  # per queue, why a job lacking room waits
         # per (queue, labels, cpu, mem, gpu): (nodes with it free at most, nodes up that can hold
@@ -99,8 +105,7 @@ class BackfillPass:
         self.holds_promises = bool(self.promised)
         key = self.rules.backfill_key
         if key is None:
-            for job in jobs:
-                self._one(job)
+            self._each(jobs)
             return self.out
         left: dict[str, list[Job]] = {}  # per queue, the jobs met once its reservations were made
         for job in jobs:
@@ -109,28 +114,98 @@ class BackfillPass:
             else:
                 self._one(job)
         for queue_jobs in left.values():  # a queue's nodes are its own: queues do not interact
-            for job in sorted(queue_jobs, key=key):  # stable: ties keep the priority order
-                self._one(job)
+            self._each(sorted(queue_jobs, key=key))  # stable: ties keep the priority order
         return self.out
+
+    def _each(self, jobs: Sequence[Job]) -> None:
+        """`_one` for each job in order, except that the jobs that surely wait (`SureWaits`) are
+        answered at once, as `_one` would answer each. Until a queue is full no job surely waits."""
+        if not self._bulk_waits(jobs):
+            for job in jobs:
+                self._one(job)
+            return
+        pos = 0
+        while pos < len(jobs) and not (self.filled or self.depth == 0):
+            self._one(jobs[pos])
+            pos += 1
+        jobs = jobs[pos:]
+        waits = SureWaits.of(jobs, self.cluster, self.profile, self._holds_up)
+        # as `_one` would: every job adds its key, or follows a job that added it (`stuck`)
+        self.out.examined |= waits.keys()
+        pos, counted = 0, -1
+        while pos < len(jobs):
+            full = waits.full(self._full)
+            if counted != self.filled:  # a queue became full: count the clear nodes again
+                waits.count_clear(self, full, pos)
+                counted = self.filled
+            pos = self._until_changed(jobs, pos, waits, full)
+
+    def _until_changed(self, jobs: Sequence[Job], pos: int, waits: SureWaits, full: np.ndarray) -> int:
+        """From `pos` on, answer the sure waits at once and look at the other jobs, until the end,
+        a start (free room changed) or one more full queue; the position reached."""
+        filled, started = self.filled, len(self.out.starts)
+        for nxt in waits.to_look_at(full, pos):
+            self._wait_surely(jobs, pos, nxt, waits)
+            self._one(jobs[nxt])
+            pos = nxt + 1
+            if self.filled != filled or len(self.out.starts) != started:
+                if len(self.out.starts) != started:
+                    waits.count_free(self.profile)
+                return pos
+        self._wait_surely(jobs, pos, len(jobs), waits)
+        return len(jobs)
+
+    def _bulk_waits(self, jobs: Sequence[Job]) -> bool:
+        """Whether `SureWaits`'s answers are `_one`'s: no promise can give room back, no job stops
+        its queue (fcfs), and the budget lets the pass look at every job."""
+        return (len(jobs) >= BULK_WAITS_FROM and not self.holds_promises
+                and not self.rules.stop_at_block and self.budget.unlimited())
+
+    def _full(self, queue: str) -> bool:
+        return self.reserved_in.get(queue, 0) >= self.depth
+
+    def _wait_surely(self, jobs: Sequence[Job], lo: int, hi: int, waits: SureWaits) -> None:
+        """Jobs lo..hi-1, all surely waiting, wait: for room, or blocked by a reservation."""
+        if hi <= lo:
+            return
+        self.budget.count(hi - lo)
+        blocked = Reason.blocked_by_reservation, _blocked_detail(self.profile)
+        short_of = {q: self.short_reasons.get(q) or self._short_reason(q) for q in waits.queues}
+        pending = self.out.pending
+        for job, short in zip(jobs[lo:hi], waits.short_of_free(lo, hi), strict=True):
+            reason, detail = short_of[job.queue] if short else blocked
+            pending.append(Pending(job.id, job.queue, reason, None, detail))
 
     def _hold_promises(self, jobs: Sequence[Job]) -> None:
         """Book every job's promised slot before the pass: no job planned ahead of it, and no
         backfill, can take it. Each job gives its own slot back when its turn comes, so it finds
-        that slot free (or better): re-planning from scratch never pushes a promised job later."""
-        for job in jobs:
-            if job.promise_start is None or len(job.promise_nodes) != job.nodes:
-                continue
-            index = [self.cluster.pos.get(n) for n in job.promise_nodes]
-            if None in index or not all(self._may_use(job, x) for x in index):  # type: ignore[arg-type]
-                continue
-            nodes = np.asarray(index, dtype=np.int64)
-            start = max(job.promise_start, self.now)
-            end = align_up(start + job.walltime_s, self.grain)
-            need = self._need(job, nodes)
+        that slot free (or better): re-planning from scratch never pushes a promised job later.
+
+        Usually the slots fit together as they did last time: then they are booked in one step
+        (`Profile.book_all`), which is what checking and booking them one by one comes to."""
+        slots = [slot for job in jobs if (slot := self._promised_slot(job)) is not None]
+        if HOLD_ALL_AT_ONCE and self.profile.book_all([slot[1:] for slot in slots]):
+            for job, nodes, start, end, _ in slots:
+                self.promised[job.id] = (nodes, start, end)
+            return
+        for job, nodes, start, end, need in slots:
             if not self.profile.holds_over(nodes, need, start, end).all():
                 continue  # the slot is gone (a node down, a job overran): plan it afresh
             self.profile.book_many(nodes, start, end, need)
             self.promised[job.id] = (nodes, start, end)
+
+    def _promised_slot(self, job: Job) -> tuple[Job, np.ndarray, float, float, Demand] | None:
+        """(job, nodes, start, end, what it takes on each) of a job's promise, if it names nodes
+        the job may use; else None."""
+        if job.promise_start is None or len(job.promise_nodes) != job.nodes:
+            return None
+        index = [self.cluster.pos.get(n) for n in job.promise_nodes]
+        if None in index or not all(self._may_use(job, x) for x in index):  # type: ignore[arg-type]
+            return None
+        nodes = np.asarray(index, dtype=np.int64)
+        start = max(job.promise_start, self.now)
+        end = align_up(start + job.walltime_s, self.grain)
+        return job, nodes, start, end, self._need(job, nodes)
 
     def _may_use(self, job: Job, x: int) -> bool:
         c = self.cluster
@@ -464,6 +539,8 @@ class BackfillPass:
         ids = self._ids(nodes)
         self.out.reservations.append(Reservation(job.id, ids, job.queue, start, end))
         self.reserved_in[job.queue] = self.reserved_in.get(job.queue, 0) + 1
+        if self.reserved_in[job.queue] == self.depth:
+            self.filled += 1
         return True
 
     def _earliest_nodes(self, job: Job, elig: Eligible) -> tuple[float, np.ndarray] | None:

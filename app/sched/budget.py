@@ -71,6 +71,14 @@ class Budget:
                 self.considered += 1
         return self.hit
 
+    def unlimited(self) -> bool:
+        """Whether `check()` will let the pass look at every job (no cap, no deadline, no stop)."""
+        return self.max_jobs is None and self.deadline == INF and self.stop is _never
+
+    def count(self, jobs: int) -> None:
+        """Count `jobs` looked at in one step, as many `check()` calls would (an unlimited budget)."""
+        self.considered += jobs
+
     def spent(self) -> bool:
         """Whether the time is up or a stop was asked for already (before the pass looks at any job)."""
         if self.hit is None:

@@ -210,6 +210,31 @@ class Profile:
         self._take(nodes, start, end, d)
         self.booked[nodes] = True
 
+    def book_all(self, bookings: Sequence[tuple[np.ndarray, float, float, Demand]]) -> bool:
+        """Reserve every (nodes, start, end, d) at once if, all of them booked, no node they use
+        has less than nothing free at any time from now on: then each holds over its window with
+        the ones before it booked (bookings only take), as booking them one by one would check.
+        Else change nothing and say False (also when the matrices are built already, or when a
+        booking is empty or names a node twice: a check one by one answers those)."""
+        if self.sources is None or not bookings:
+            return False
+        if any(end <= start or len(np.unique(nodes)) != len(nodes) for nodes, start, end, _ in bookings):
+            return False
+        base, releases = self.sources
+        saved = (base.copy(), list(self.batches), self.first_booking.copy(), self.booked.copy(),
+                 self.any_booking)
+        for nodes, start, end, d in bookings:
+            self.book_many(nodes, start, end, d)
+        self._build()
+        used = np.unique(np.concatenate([nodes for nodes, *_ in bookings]))
+        if (self.cum[:, : self.width, used] >= 0).all():
+            return True
+        base, self.batches, self.first_booking, self.booked, self.any_booking = saved
+        self.sources = (base, releases)
+        self.times = self.cum = np.empty((0, len(self.booked)))
+        self.width = 0
+        return False
+
     def block(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
         """Take d from each of `nodes` over [start, end) without reserving the nodes: a
         maintenance window (`booked`, which says a node holds a reservation, stays as it was)."""

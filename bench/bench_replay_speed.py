@@ -1,0 +1,99 @@
+"""Replay speed with the pass's exact shortcuts off and on, interleaved in one process (issue 20).
+
+    python bench/bench_replay_speed.py                  # the default cases below
+    python bench/bench_replay_speed.py --cases "lublin_256.swf:0:easy,SDSC-SP2-1998-4.2-cln.swf:3000:priority"
+
+Each case (trace file in the traces folder, first N jobs or 0 for all, policy label) is replayed
+`--repeat` times each way, alternating; the table gives the best CPU time of each way as jobs per
+CPU-second, their ratio, and whether both ways gave the same schedule (every job's start, end and
+nodes, hashed). "Off" is the pass as it was before the shortcuts: `SureWaits` never used
+(`BULK_WAITS_FROM` past any queue) and the promised slots booked one by one (`HOLD_ALL_AT_ONCE`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+from unittest import mock
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.cli import policy_params, policy_spec, take_predicted  # noqa: E402
+from app.sched import backfill  # noqa: E402
+from app.sim.replay import ReplayResult, replay  # noqa: E402
+from app.sim.swf import read_swf  # noqa: E402
+from app.sim.workload import default_machine, workload  # noqa: E402
+from bench.common import finish  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TRACES = ROOT.parent / "shared" / "data" / "traces"
+CASES = ("lublin_256.swf:0:easy,SDSC-SP2-1998-4.2-cln.swf:10000:easy,HPC2N-2002-2.2-cln.swf.gz:10000:easy,"
+         "SDSC-SP2-1998-4.2-cln.swf:3000:priority,SDSC-SP2-1998-4.2-cln.swf:1000:conservative")
+console = Console(width=160)
+cli = typer.Typer(add_completion=False)
+
+
+def digest(result: ReplayResult) -> str:
+    h = hashlib.sha256()
+    for r in sorted(result.records, key=lambda r: (r.start, r.job.id)):
+        h.update(f"{r.job.id} {r.start:.6f} {r.end:.6f} {','.join(r.nodes)}\n".encode())
+    return h.hexdigest()[:12]
+
+
+def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool) -> tuple[float, ReplayResult]:
+    """CPU seconds of one replay, with the shortcuts on or off, and its result."""
+    with mock.patch.object(backfill, "BULK_WAITS_FROM", backfill.BULK_WAITS_FROM if on else 1 << 62), \
+            mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", on):
+        t0 = time.process_time()
+        result = replay(w, name, params, predict=predicted)
+        return time.process_time() - t0, result
+
+
+def row(folder: Path, case: str, repeat: int) -> dict[str, Any]:
+    trace, jobs, label = case.split(":", 2)
+    t = read_swf(folder / trace, limit=int(jobs) or None)
+    w = workload(t, default_machine(t))
+    name, pairs = policy_spec(label)
+    pairs, predicted = take_predicted(pairs)
+    params = policy_params(name, pairs)[1]
+    best = {False: float("inf"), True: float("inf")}
+    digests: dict[bool, str] = {}
+    for _ in range(repeat):
+        for on in (False, True):
+            seconds, result = one_way(w, name, params, predicted, on)
+            best[on] = min(best[on], seconds)
+            digests[on] = digest(result)
+    n = len(w.jobs)
+    console.print(f"  {trace} {n} {label}: {n / best[False]:.0f} -> {n / best[True]:.0f} jobs/s")
+    return {"trace": trace, "jobs": n, "nodes": w.machine.nodes, "policy": label,
+            "decisions": result.decisions, "off_jobs_per_s": n / best[False],
+            "on_jobs_per_s": n / best[True], "ratio": best[False] / best[True],
+            "same_schedule": digests[False] == digests[True]}
+
+
+@cli.command()
+def main(
+    cases: Annotated[str, typer.Option(help="comma-separated trace:jobs:policy")] = CASES,
+    traces: Annotated[Path, typer.Option(help="folder of the trace files")] = DEFAULT_TRACES,
+    repeat: Annotated[int, typer.Option(help="replays each way, alternating; the best counts")] = 2,
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
+) -> None:
+    rows = [row(traces, case, repeat) for case in cases.split(",") if case]
+    table = Table(title="Replay speed, shortcuts off -> on (jobs per CPU-second, best of each way)")
+    for c in rows[0] if rows else []:
+        table.add_column(c, justify="left" if c in ("trace", "policy") else "right")
+    for r in rows:
+        table.add_row(*[f"{v:,.2f}" if c == "ratio" else f"{v:,.0f}" if isinstance(v, float) else str(v)
+                        for c, v in r.items()])
+    finish(console, [table], rows, json_out)
+
+
+if __name__ == "__main__":
+    cli()
