@@ -14,7 +14,7 @@ from app.sched.dag import mdl
 from app.sched.dag.graph import compile_problem
 from app.sched.dag.heft import upward_rank
 from app.sched.dag.mdl import MdlPlanner
-from app.sched.dag.model import DagProblem, Group, Placement, Task, TaskStatus
+from app.sched.dag.model import DagProblem, Edge, Group, Network, Placement, Task, TaskStatus
 from app.sched.dag.state import PlanState
 from app.sched.registry import DAG_PLANNERS, plan_dag
 from bench.dag_workload import groups, shaped_dag
@@ -85,6 +85,24 @@ def slow_mdl(p: DagProblem) -> list[Placement]:
         ready.remove(v)
         ready.update(state.place(v, r, slot, start))
     return state.result()
+
+
+def test_a_gap_whose_length_rounds_below_the_task_still_holds_it() -> None:
+    """Found by the property below: on g1's second slot the gap [1.0, 4/3) is 0.33333333333333326
+    long by subtraction, yet 1.0 + 1/3 rounds to its end, so t13 (1/3 s, ready at 1.0) fits it. A
+    filter by gap length refused it in one place and the fit test accepted it in another, and the
+    fast planner (g1 at 5/3) and the spec (g2 at 4/3) parted. Both now place it in the gap."""
+    tasks = [Task("t0", work=None, costs={"g0": 2.0, "g2": 1.0, "g1": 2.0}), Task("t1", work=1.0),
+             Task("t2", work=2.0), *(Task(f"t{i}", work=0.0) for i in range(3, 12)),
+             Task("t12", work=1.0), Task("t13", work=1.0), Task("t14", work=2.0), Task("t15", work=5.0)]
+    p = DagProblem(tuple(tasks), (Edge("t0", "t1", 1e6), Edge("t0", "t2", 0.0), Edge("t1", "t2", 0.0),
+                                  Edge("t0", "t13", 0.0)),
+                   (Group("g0", speed=0.5, labels=frozenset({"bwa"})), Group("g1", speed=3.0, slots=2),
+                    Group("g2", speed=3.0), Group("g3", speed=0.5)), Network(bandwidth=1e8))
+    fast = MdlPlanner().plan(compile_problem(p)).placements
+    assert fast == slow_mdl(p)
+    (t13,) = [pl for pl in fast if pl.task == 13]
+    assert (t13.group, t13.slot, t13.start) == (1, 1, 1.0)
 
 
 @given(dag_problems())

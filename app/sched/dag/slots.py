@@ -63,7 +63,7 @@ class GroupSlots:
             a, b = np.array(lane.gap_starts[j:-1]), np.array(lane.gap_ends[j:-1])
             if not a.size:
                 continue
-            keep = b - a >= short
+            keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
             a, b = a[keep], b[keep]
             t = np.maximum(td[:, None], a)  # tasks × gaps
             fits = (t + d[:, None] <= b) & (td[:, None] < b)

@@ -27,7 +27,7 @@ class Lane:
     def __init__(self, free_from: float) -> None:
         self.gap_starts: list[float] = [free_from]
         self.gap_ends: list[float] = [np.inf]
-        self.max_gap = 0.0  # longest closed gap
+        self.max_gap = 0.0  # the longest task a closed gap may hold (`reach`)
 
     @property
     def last_gap_end(self) -> float:
@@ -66,11 +66,19 @@ class Lane:
         pieces = [(a, b) for a, b in ((g0, start), (finish, g1)) if b > a or b == np.inf]
         self.gap_starts[i:i + 1] = [a for a, _ in pieces]
         self.gap_ends[i:i + 1] = [b for _, b in pieces]
-        if g1 - g0 >= self.max_gap and g1 != np.inf:
+        if reach(g0, g1) >= self.max_gap and g1 != np.inf:
             closed = zip(self.gap_starts[:-1], self.gap_ends[:-1], strict=True)
-            self.max_gap = max((b - a for a, b in closed), default=0.0)
+            self.max_gap = max((reach(a, b) for a, b in closed), default=0.0)
         elif g1 == np.inf and start > g0:
-            self.max_gap = max(self.max_gap, start - g0)
+            self.max_gap = max(self.max_gap, reach(g0, start))
+
+
+def reach(a: float, b: float) -> float:
+    """At least the longest duration d with `a + d <= b` in floating point: b − a can be a little
+    less than such a d (the sum rounds to b), so a filter by gap length alone would refuse a task the
+    fit test `start + d <= end` accepts. The margin (two units in the last place of b) keeps every
+    length filter conservative."""
+    return b - a + 2 * float(np.spacing(b))
 
 
 class PlanState:
