@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -114,12 +115,8 @@ def test_incremental_mdl_equals_the_spec(p: DagProblem) -> None:
 def test_mdl_block_table_equals_the_spec(p: DagProblem) -> None:
     """With blocks of 2 positions the block table is in use from 9 ready tasks on (and left when
     the ready set falls to 4): the plan is still the spec's."""
-    saved = mdl.BLOCK
-    mdl.BLOCK = 2
-    try:
+    with patch.object(mdl, "BLOCK", 2):
         assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
-    finally:
-        mdl.BLOCK = saved
 
 
 @pytest.mark.parametrize("shape", ["independent", "fanout", "layered", "all tied"])
@@ -131,24 +128,16 @@ def test_mdl_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
                        tuple(Group(f"g{r}") for r in range(6)))
     else:
         p = shaped_dag(shape, 200, groups(6, seed=3), seed=3)
-    saved = mdl.BLOCK
-    mdl.BLOCK = 16
-    try:
+    with patch.object(mdl, "BLOCK", 16):
         assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
-    finally:
-        mdl.BLOCK = saved
 
 
 @given(dag_problems(max_tasks=30))
 def test_mdl_last_wave_equals_the_spec(p: DagProblem) -> None:
     """From 1 ready task on, the last wave (every task left ready, every group settled) takes over
     whenever it can: the plan is still the spec's."""
-    saved = mdl.WAVE_MIN
-    mdl.WAVE_MIN = 1
-    try:
+    with patch.object(mdl, "WAVE_MIN", 1):
         assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
-    finally:
-        mdl.WAVE_MIN = saved
 
 
 @pytest.mark.parametrize("shape", ["independent", "fanout", "all tied", "far clock"])
@@ -170,12 +159,8 @@ def test_mdl_last_wave_on_a_wide_ready_set_equals_the_spec(shape: str) -> None:
         ran.append(True)
         return real(*args)
 
-    saved = mdl.WAVE_MIN, mdl._last_wave
-    mdl.WAVE_MIN, mdl._last_wave = 16, spy
-    try:
+    with patch.object(mdl, "WAVE_MIN", 16), patch.object(mdl, "_last_wave", spy):
         assert MdlPlanner().plan(compile_problem(p)).placements == slow_mdl(p)
-    finally:
-        mdl.WAVE_MIN, mdl._last_wave = saved
     assert ran
 
 
