@@ -10,8 +10,10 @@ transfers, one task per slot at a time), and re-timing a list plan never makes i
 can only move left). A move puts one task of the critical path on another lane, keeping its place in
 the order; it is kept when it shortens the plan, or keeps the makespan and lowers the sum of finish
 times. When no move of the critical path helps, a few of its tasks are moved at random (seeded) and
-the search goes on from there, keeping the best plan seen. It stops at the time budget (on the
-caller's clock) or after `max_evaluations` re-timings.
+the search goes on from there, keeping the best plan seen. It stops after `max_evaluations`
+re-timings, or before work that could not end within the time budget (on the caller's clock): each
+step is expected to take as long as the last one of its kind (the first full re-timing sets them),
+and one full re-timing is kept in hand for the answer.
 """
 
 from __future__ import annotations
@@ -164,7 +166,10 @@ class Search:
         self.budget_s, self.max_evaluations = budget_s, max_evaluations
         self.r = r = Retimer(c, plan)
         self.lay = r.layout(plan.placements)
+        t = clock()
         self.timing = r.retime(self.lay)
+        # seconds a full re-timing and a partial one (from a moved task on) are expected to take
+        self.full_s = self.part_s = clock() - t
         self.cur = _score(r, self.timing)
         self.best_lay, self.best = self._copy(self.lay), self.cur
         self.rng = random.Random(seed)
@@ -172,9 +177,11 @@ class Search:
         self.able = [[i for i, g in enumerate(r.lane_group) if np.isfinite(c.cost[v, g])]
                      for v in range(c.n_tasks)]
 
-    def spent(self) -> bool:
+    def spent(self, next_s: float = 0.0) -> bool:
+        """Whether the evaluations are used up, or work expected to take `next_s` seconds could not
+        end within the budget with a full re-timing (the answer's) left after it."""
         return (self.max_evaluations is not None and self.evals >= self.max_evaluations) or (
-            self.clock() - self.t0 >= self.budget_s)
+            self.clock() - self.t0 + next_s + self.full_s >= self.budget_s)
 
     def _copy(self, lay: Layout) -> Layout:
         return Layout(list(lay.lane), list(lay.key))
@@ -182,8 +189,10 @@ class Search:
     def run(self) -> None:
         if all(len(self.able[v]) < 2 for v in self.r.pending):
             return  # no task has anywhere else to go
-        while not self.spent():
+        while not self.spent(self.part_s):  # room for at least one more move's re-timing
             if not self.step():
+                if self.spent(2 * self.full_s):  # a perturbation re-times twice
+                    return
                 self.perturb()
 
     def step(self) -> bool:
@@ -194,10 +203,12 @@ class Search:
             cost = r.cost[v]
             others = sorted((x for x in self.able[v] if x != old), key=lambda x: (cost[r.lane_group[x]], x))
             for x in others:
-                if self.spent():
+                if self.spent(self.part_s):
                     return True
                 lay.lane[v] = x
+                t0 = self.clock()
                 t = r.retime_from(lay, self.timing, self.timing.position[v])
+                self.part_s = self.clock() - t0
                 self.evals += 1
                 score = _score(r, t)
                 if _better(score, self.cur):
@@ -227,7 +238,9 @@ class Search:
             if choices:
                 lay.lane[v] = self.rng.choice(choices)
         self.lay = lay
+        t0 = self.clock()
         t = r.retime(lay)
+        self.full_s = self.clock() - t0
         self.evals += 1
         self._settle(_score(r, t), t)
 
