@@ -1,13 +1,15 @@
-"""Replay speed with the pass's exact shortcuts off and on, interleaved in one process (issue 20).
+"""Replay speed with exact shortcuts off and on, interleaved in one process (issue 20).
 
-    python bench/bench_replay_speed.py                  # the default cases below
+    python bench/bench_replay_speed.py                  # the default cases below, every shortcut
     python bench/bench_replay_speed.py --cases "lublin_256.swf:0:easy,SDSC-SP2-1998-4.2-cln.swf:3000:priority"
+    python bench/bench_replay_speed.py --switch shortlist   # only the replay's shortlist
 
 Each case (trace file in the traces folder, first N jobs or 0 for all, policy label) is replayed
 `--repeat` times each way, alternating; the table gives the best CPU time of each way as jobs per
 CPU-second, their ratio, and whether both ways gave the same schedule (every job's start, end and
-nodes, hashed). "Off" is the pass as it was before the shortcuts: `SureWaits` never used
-(`BULK_WAITS_FROM` past any queue) and the promised slots booked one by one (`HOLD_ALL_AT_ONCE`).
+nodes, hashed). `--switch` says which shortcuts "off" turns off: `pass`, the pass's (`SureWaits` never
+used: `BULK_WAITS_FROM` past any queue; the promised slots booked one by one: `HOLD_ALL_AT_ONCE`);
+`shortlist`, the replay's (`decide` is handed the whole queue: `app.sim.shortlist`); `all`, both.
 """
 
 from __future__ import annotations
@@ -47,16 +49,21 @@ def digest(result: ReplayResult) -> str:
     return h.hexdigest()[:12]
 
 
-def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool) -> tuple[float, ReplayResult]:
-    """CPU seconds of one replay, with the shortcuts on or off, and its result."""
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", backfill.BULK_WAITS_FROM if on else 1 << 62), \
-            mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", on):
+SWITCHES = ("all", "pass", "shortlist")
+
+
+def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
+            switch: str) -> tuple[float, ReplayResult]:
+    """CPU seconds of one replay, with the switched shortcuts on or off, and its result."""
+    pass_on = on or switch == "shortlist"
+    with mock.patch.object(backfill, "BULK_WAITS_FROM", backfill.BULK_WAITS_FROM if pass_on else 1 << 62), \
+            mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", pass_on):
         t0 = time.process_time()
-        result = replay(w, name, params, predict=predicted)
+        result = replay(w, name, params, predict=predicted, shortlist=on or switch == "pass")
         return time.process_time() - t0, result
 
 
-def row(folder: Path, case: str, repeat: int) -> dict[str, Any]:
+def row(folder: Path, case: str, repeat: int, switch: str) -> dict[str, Any]:
     trace, jobs, label = case.split(":", 2)
     t = read_swf(folder / trace, limit=int(jobs) or None)
     w = workload(t, default_machine(t))
@@ -67,7 +74,7 @@ def row(folder: Path, case: str, repeat: int) -> dict[str, Any]:
     digests: dict[bool, str] = {}
     for _ in range(repeat):
         for on in (False, True):
-            seconds, result = one_way(w, name, params, predicted, on)
+            seconds, result = one_way(w, name, params, predicted, on, switch)
             best[on] = min(best[on], seconds)
             digests[on] = digest(result)
     n = len(w.jobs)
@@ -83,10 +90,13 @@ def main(
     cases: Annotated[str, typer.Option(help="comma-separated trace:jobs:policy")] = CASES,
     traces: Annotated[Path, typer.Option(help="folder of the trace files")] = DEFAULT_TRACES,
     repeat: Annotated[int, typer.Option(help="replays each way, alternating; the best counts")] = 2,
+    switch: Annotated[str, typer.Option(help="what off turns off: all, pass, shortlist")] = "all",
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
-    rows = [row(traces, case, repeat) for case in cases.split(",") if case]
-    table = Table(title="Replay speed, shortcuts off -> on (jobs per CPU-second, best of each way)")
+    if switch not in SWITCHES:
+        raise typer.BadParameter(f"one of {', '.join(SWITCHES)}", param_hint="--switch")
+    rows = [row(traces, case, repeat, switch) for case in cases.split(",") if case]
+    table = Table(title=f"Replay speed, shortcuts ({switch}) off -> on (jobs per CPU-second, best each way)")
     for c in rows[0] if rows else []:
         table.add_column(c, justify="left" if c in ("trace", "policy") else "right")
     for r in rows:

@@ -81,11 +81,14 @@ def f1_score(job: Job, now: float) -> Scored:
     return Scored(job, -score, {"f1_score": score, "cores": float(cores)})
 
 
+def rank_key(s: Scored) -> tuple[bool, float, float, str]:
+    """Natives before migrated jobs; then highest priority; then submit time, then id."""
+    return (s.job.migrated, -s.priority, s.job.submit_time, s.job.id)
+
+
 def rank(scored: Sequence[Scored]) -> list[Scored]:
     """Highest priority first; natives before migrated jobs; then submit time, then id."""
-    return sorted(
-        scored, key=lambda s: (s.job.migrated, -s.priority, s.job.submit_time, s.job.id)
-    )
+    return sorted(scored, key=rank_key)
 
 
 def priority_infos(ranked: Sequence[Scored]) -> tuple[PriorityInfo, ...]:

@@ -5,7 +5,8 @@ At every instant where jobs arrive or end, the replay hands `decide` the snapsho
 allocations and the running jobs' holdings as arrays it keeps current in place, rather than records
 rebuilt at every instant; the running jobs with their estimates), starts what it says to start, and
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
-policy can start anything then, so the answer is known. A job ends at start + its real run time, or
+policy can start anything then, so the answer is known. Where it is proven for the policy, it hands
+`decide` only the pending jobs that can change the answer (`app.sim.shortlist`). A job ends at start + its real run time, or
 is killed at start + its estimate if it runs longer (the workload's estimates are never shorter than
 the run time unless it was read with `kill_at_request`). All jobs share one
 partition, "default", unless the machine is split among the trace's queues (`Machine.queues`): then a
@@ -28,6 +29,7 @@ from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, St
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES, decide
 from app.sim.settled import Settled, applies
+from app.sim.shortlist import Shortlist, standing_key
 from app.sim.workload import SimJob, Workload
 
 QUEUE = "default"
@@ -142,11 +144,15 @@ class Shapes:
         if not per_node[j.nodes]:
             del per_node[j.nodes]
 
-    def any_fits(self, cluster: Cluster) -> bool:
-        """Whether some pending job finds enough nodes free now; if none does, no policy starts one."""
+    def room(self, cluster: Cluster) -> dict[tuple[int, int], int]:
+        """Per shape, how many nodes have it free now."""
         free = cluster.free()
-        return any(int(np.count_nonzero((free[0] >= cpu) & (free[1] >= mem))) >= min(ns)
-                   for (cpu, mem), ns in self.counts.items() if ns)
+        return {(cpu, mem): int(np.count_nonzero((free[0] >= cpu) & (free[1] >= mem)))
+                for cpu, mem in self.counts}
+
+    def any_fits(self, room: dict[tuple[int, int], int]) -> bool:
+        """Whether some pending job finds enough nodes free now; if none does, no policy starts one."""
+        return any(room[shape] >= min(ns) for shape, ns in self.counts.items() if ns)
 
 
 class Predictor:
@@ -181,7 +187,7 @@ class _Replay:
     """The state of one replay between instants: what runs, what waits, what is promised."""
 
     def __init__(self, w: Workload, policy: str, params: CommonParams | None, predict: bool,
-                 incremental: bool = True) -> None:
+                 incremental: bool = True, shortlist: bool = True) -> None:
         self.w, self.policy = w, policy
         if params is None and policy in POLICIES:  # the defaults made once, not at every decision
             params = POLICIES[policy][0]()
@@ -205,6 +211,9 @@ class _Replay:
         self.split = bool(w.machine.queues)
         # a migration can happen when nothing starts: with balancing on, every instant is asked
         self.always_ask = self.split and params is not None and params.migration is not None
+        key = standing_key(w, policy, params) if shortlist else None
+        self.shortlist = None if key is None or params is None else Shortlist(
+            key, w.machine, params.reservation_depth, params.queue_depth)
 
     def home(self, j: SimJob) -> str:
         return j.trace_queue if self.split else QUEUE
@@ -229,19 +238,25 @@ class _Replay:
     def arrive(self, j: SimJob) -> None:
         told = self.predictor.told(j) if self.predictor else j.estimate
         wire = self.wire_id[j.id]
-        self.pending[wire] = _job(j, wire, self.home(j), told)
+        job = self.pending[wire] = _job(j, wire, self.home(j), told)
+        if self.shortlist:
+            self.shortlist.add(job)
         self.settled.arrived(j)
         self.shapes.add(j, +1)
 
     def ask(self, now: float) -> Decision | None:
-        if not self.pending or not (self.always_ask or self.shapes.any_fits(self.cluster)):
+        if not self.pending:
+            return None
+        room = self.shapes.room(self.cluster)
+        if not (self.always_ask or self.shapes.any_fits(room)):
             return None
         if self.settled.unchanged(self.cluster.free()[0], len(self.pending)):
             return None
         self.decisions += 1
         self.settled.decided()
-        return decide(self.cluster.snapshot(now, tuple(self.running.values())), tuple(self.pending.values()),
-                      self.policy, self.params)
+        jobs = self.shortlist.jobs(self.pending, room) if self.shortlist else tuple(self.pending.values())
+        snapshot = self.cluster.snapshot(now, tuple(self.running.values()))
+        return decide(snapshot, jobs, self.policy, self.params)
 
     def apply(self, d: Decision, now: float) -> None:
         pending = self.pending
@@ -258,6 +273,8 @@ class _Replay:
 
     def start(self, j: SimJob, s: Start, now: float) -> None:
         told = self.pending.pop(s.job_id)
+        if self.shortlist:
+            self.shortlist.remove(told)
         migrated = told.migrated or s.queue != self.home(j)
         self.shapes.add(j, -1)
         self.cluster.start(j, s.node_ids, now + told.walltime_s)
@@ -274,12 +291,14 @@ class _Replay:
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False,
-           incremental: bool = True) -> ReplayResult:
+           incremental: bool = True, shortlist: bool = True) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started. `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
-    instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks)."""
+    instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks).
+    `shortlist`: `decide` sees only the pending jobs that can change its answer where that is
+    proven (`app.sim.shortlist`; False hands it the whole queue, for checks)."""
     with rare_collections():
-        return _run(_Replay(w, policy, params, predict, incremental), w, progress, predict)
+        return _run(_Replay(w, policy, params, predict, incremental, shortlist), w, progress, predict)
 
 
 def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool) -> ReplayResult:

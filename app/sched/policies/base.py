@@ -7,7 +7,7 @@ params type. Everything pass-local is created inside `decide` and dropped after.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import Balanced, balance, queue_loads
 from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
-from app.sched.order import ScoreAll, Scored, fcfs_scores, priority_infos, rank
+from app.sched.order import ScoreAll, Scored, fcfs_scores, priority_infos, rank, rank_key
 from app.sched.params import CommonParams
 from app.sched.selectors import SELECTORS, NodeView
 from app.sched.timeline import Profile, Releases, align_up, release_times
@@ -43,6 +43,16 @@ class BasePolicy:
     def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreAll:
         """How this decision scores the pending jobs (one call for all: see `fcfs_scores`)."""
         return fcfs_scores
+
+    def standing_key(self) -> StandingKey | None:
+        """For a caller deciding many times (the replay's `app.sim.shortlist`): a job's place in
+        this policy's order as a key that stays right at every later decision, when (1) the rank
+        of a job among those submitted by then moves neither with time nor with the cluster, and
+        (2) the pass answers every job that lacks free room, past the first `reservation_depth`
+        of them that could ever fit, with a plain wait that changes nothing for the other jobs
+        (no promise held for it, no reservation refused for want of a node). None otherwise.
+        fcfs: a job's priority is its wait, so the rank is by submit time, then id."""
+        return standing(fcfs_scores)
 
     # --- the shared skeleton -------------------------------------------------------------------
     def decide(self, snapshot: Snapshot, pending: Sequence[Job], budget: Budget | None = None) -> Decision:
@@ -73,6 +83,19 @@ class BasePolicy:
             return Balanced(list(pending), [], frozenset())
         return balance(cluster, pending, snapshot.running, snapshot.now,
                        self.params.time_grain_s, mig)
+
+
+StandingKey = Callable[[Job], tuple[bool, float, float, str]]
+
+
+def standing(score_all: ScoreAll) -> StandingKey:
+    """The rank key of a job scored alone; right for ranking jobs scored at any later decision when
+    `score_all` gives every submitted job a priority that keeps its order with time (fcfs: the
+    wait; sjf, f1: no time at all). fcfs scores a job at its submit time as 0; its order by
+    (submit time, id) is `rank`'s at any later time (waits keep the submit order)."""
+    def key(job: Job) -> tuple[bool, float, float, str]:
+        return rank_key(score_all([job], job.submit_time)[0])
+    return key
 
 
 def _releases(cluster: ClusterIndex, now: float, grain: int) -> Releases:

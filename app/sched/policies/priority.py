@@ -18,7 +18,7 @@ from app.sched.cluster import ClusterIndex
 from app.sched.model import Job
 from app.sched.order import ScoreAll, Scored, each, f1_score, fcfs_scores, sjf_score, weighted_score
 from app.sched.params import PriorityParams
-from app.sched.policies.base import BasePolicy
+from app.sched.policies.base import BasePolicy, StandingKey, standing
 from app.sched.selectors import NodeView
 from app.sched.selectors.evaluation import evaluation
 
@@ -44,6 +44,12 @@ class PriorityPolicy(BasePolicy):
             return weighted_score(job, now, p, e)
 
         return each(weighted)
+
+    def standing_key(self) -> StandingKey | None:
+        """fcfs, sjf and f1 keep a job's rank with time; the weighted order does not (the age term,
+        and the reservation threshold)."""
+        plain = _PLAIN_ORDERS.get(self.params.order)
+        return None if plain is None else standing(plain)
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         p = self.params
