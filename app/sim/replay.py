@@ -6,12 +6,12 @@ allocations and the running jobs' holdings as arrays it keeps current in place, 
 rebuilt at every instant; the running jobs with their estimates), starts what it says to start, and
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
 policy can start anything then, so the answer is known. Where it is proven for the policy, it hands
-`decide` only the pending jobs that can change the answer (`app.sim.shortlist`). A job ends at start + its real run time, or
-is killed at start + its estimate if it runs longer (the workload's estimates are never shorter than
-the run time unless it was read with `kill_at_request`). All jobs share one
-partition, "default", unless the machine is split among the trace's queues (`Machine.queues`): then a
-job waits in its trace queue and, when the policy migrates it, the replay moves it to the new queue for
-good, as a resource manager would (it is sent as migrated from then on).
+`decide` only the pending jobs that can change the answer (`app.sim.shortlist`). A job ends at
+start + its real run time, or is killed at start + its estimate if it runs longer (the workload's
+estimates are never shorter than the run time unless it was read with `kill_at_request`). All jobs
+share one partition, "default", unless the machine is split among the trace's queues
+(`Machine.queues`): then a job waits in its trace queue and, when the policy migrates it, the replay
+moves it to the new queue for good, as a resource manager would (it is sent as migrated from then on).
 """
 
 from __future__ import annotations
