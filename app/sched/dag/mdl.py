@@ -145,9 +145,11 @@ class ReadyPool:
         bmax = self.bmax[:, :nb]
         if not nb or (m := bmax.max()) == -np.inf:
             return -1, -1
-        key = np.where(bmax == m, self.btask[:, :nb], NO_TASK).min(axis=1)
-        r = int(np.argmin(key))
-        return self.position[int(key[r])], r
+        rows, blocks = np.nonzero(bmax == m)  # almost always one (group, block): no table-wide pass
+        if rows.size == 1:
+            return self.position[int(self.btask[rows[0], blocks[0]])], int(rows[0])
+        v, r = min(zip(self.btask[rows, blocks].tolist(), rows.tolist(), strict=True))
+        return self.position[v], r
 
     def _top_small(self) -> tuple[int, int]:
         if self.hi == 1:  # one ready task (a chain): its best group, the lowest of equals
