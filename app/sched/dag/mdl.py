@@ -40,6 +40,7 @@ def base_matrix(c: Compiled) -> np.ndarray:
 
 BLOCK = 64  # positions per block of the pool
 NO_TASK = np.iinfo(np.int64).max
+EMPTY = np.array([0.0, np.inf, np.inf, np.inf, -np.inf])[:, None, None]  # an empty position's column
 
 
 class ReadyPool:
@@ -56,11 +57,10 @@ class ReadyPool:
 
     def __init__(self, n_groups: int) -> None:
         self.g = n_groups
-        self.base = np.zeros((n_groups, BLOCK))
-        self.td = np.full((n_groups, BLOCK), np.inf)  # t_d(v, R)
-        self.dur = np.full((n_groups, BLOCK), np.inf)  # C(v, R)
-        self.est = np.full((n_groups, BLOCK), np.inf)  # EST(v, R)
-        self.mdl = np.full((n_groups, BLOCK), -np.inf)
+        # base, t_d(v, R), C(v, R), EST(v, R) and MDL as views of one (5, G, positions) array, so that
+        # moving or clearing a position is one operation, not five
+        self.rows = np.broadcast_to(EMPTY, (5, n_groups, BLOCK)).copy()
+        self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
         self.bmax = np.full((n_groups, 1), -np.inf)
         self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
@@ -118,10 +118,8 @@ class ReadyPool:
         if self.hi + k <= size:
             return
         extra = max(size, -(-(self.hi + k - size) // BLOCK) * BLOCK)
-        self.base = np.hstack([self.base, np.zeros((self.g, extra))])
-        self.td, self.dur, self.est = (np.hstack([a, np.full((self.g, extra), np.inf)])
-                                       for a in (self.td, self.dur, self.est))
-        self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
+        self.rows = np.concatenate([self.rows, np.broadcast_to(EMPTY, (5, self.g, extra))], axis=2)
+        self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
         more = extra // BLOCK
         self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
@@ -171,13 +169,10 @@ class ReadyPool:
         moved = int(self.task[last])
         if p != last:
             self.position[moved] = p
-            for a in (self.base, self.td, self.dur, self.est, self.mdl):
-                a[:, p] = a[:, last]
+            self.rows[:, :, p] = self.rows[:, :, last]
             self.task[p] = moved
         self.task[last] = NO_TASK
-        for a in (self.td, self.dur, self.est):
-            a[:, last] = np.inf
-        self.mdl[:, last] = -np.inf
+        self.rows[1:, :, last] = EMPTY[1:, :, 0]
         self.hi = last
         if self.blocked and last <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
