@@ -71,6 +71,25 @@ class GroupSlots:
         s[idx] = best
         return s
 
+    def start_after(self, r: int, start: float, finish: float, tail: float, est: np.ndarray,
+                    ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """`start_row` after a task took [start, finish) on group r, for tasks whose earliest start
+        `est` (before) met that interval; `tail` is r's free time before.
+
+        A shortcut, exact on a one-slot group booked at its end (start >= tail): a task whose `est`
+        was at the end (est >= tail) fitted no closed gap, and those gaps are as they were; the one
+        new gap [tail, start) takes it only at `est` (est + duration <= start). Otherwise it now
+        starts at max(ready, finish) = finish, as ready <= est < finish. The group's gaps are
+        searched only for the other tasks.
+        """
+        if len(self.lanes[r]) > 1 or start < tail:
+            return self.start_row(r, ready, duration)
+        out = np.full(est.shape, finish)
+        rest = np.flatnonzero((est < tail) | (est + duration <= start) | (duration <= 0))
+        if rest.size:
+            out[rest] = self.start_row(r, ready[rest], duration[rest])
+        return out
+
     def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
         """(slot, start) on group r: the earliest start; among equals a slot where the task fills an
         idle gap, else the one that became free last (best fit); lowest index on ties."""
