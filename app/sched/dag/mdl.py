@@ -207,10 +207,12 @@ class ReadyPool:
         """Positions a row refresh covers (whole blocks while the block table is kept)."""
         return self.blocks * BLOCK if self.blocked else self.hi
 
-    def group_later(self, r: int, start: float, finish: float, slots: GroupSlots, tail: float) -> None:
-        """Group r lost the idle time [start, finish) on one slot (`tail`: r's free time before). A
-        task's EST there changes only if its earliest placement on r met that interval (elsewhere it
-        is still free), so only those are recomputed; the others keep theirs exactly."""
+    def group_later(self, r: int, start: float, finish: float, slots: GroupSlots,
+                    booked: tuple[float, float]) -> None:
+        """Group r lost the idle time [start, finish) on one slot (`booked`: see
+        `GroupSlots.start_after`). A task's EST there changes only if its earliest placement on r met
+        that interval (elsewhere it is still free), so only those are recomputed; the others keep
+        theirs exactly."""
         n = self.span()
         est, dur = self.est[r, :n], self.dur[r, :n]
         if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
@@ -219,7 +221,7 @@ class ReadyPool:
             hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
             if not hit.size:
                 return
-            est[hit] = slots.start_after(r, start, finish, tail, est[hit], self.td[r, hit], dur[hit])
+            est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
         row = self.base[r, :n] - est
         self.mdl[r, :n] = row
         if not self.blocked:
@@ -263,13 +265,13 @@ class MdlPlanner:
             slot, start = slots.choose(r, float(pool.td[r, p]), float(pool.dur[r, p]))
             if explain:
                 steps.append(_step(pool, p, r, start))
+            booked = state.lanes[r][slot].tail, float(slots.gap_end[r])  # before the booking
             newly = state.place(v, r, slot, start)
             unplaced -= 1
             finish = start + float(pool.dur[r, p])
             pool.remove(p)
-            tail = float(slots.free[r])
             slots.refresh(r)
-            pool.group_later(r, start, finish, slots, tail)
+            pool.group_later(r, start, finish, slots, booked)
             _add(pool, state, slots, base, newly)
         return Plan(NAME, state.result(), steps)
 

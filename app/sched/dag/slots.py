@@ -71,21 +71,25 @@ class GroupSlots:
         s[idx] = best
         return s
 
-    def start_after(self, r: int, start: float, finish: float, tail: float, est: np.ndarray,
-                    ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
-        """`start_row` after a task took [start, finish) on group r, for tasks whose earliest start
-        `est` (before) met that interval; `tail` is r's free time before.
+    def start_after(self, r: int, start: float, finish: float, booked: tuple[float, float],
+                    est: np.ndarray, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """`start_row` after a task took [start, finish) on one slot of group r, for tasks whose
+        earliest start `est` (before) met that interval. `booked`: that slot's tail and r's latest
+        closed-gap end, both before (`gap_end`, -inf when there was none).
 
-        A shortcut, exact on a one-slot group booked at its end (start >= tail): a task whose `est`
-        was at the end (est >= tail) fitted no closed gap, and those gaps are as they were; the one
-        new gap [tail, start) takes it only at `est` (est + duration <= start). Otherwise it now
-        starts at max(ready, finish) = finish, as ready <= est < finish. The group's gaps are
-        searched only for the other tasks.
+        A shortcut, exact: a task with est >= that gap end fitted no closed gap (each would have
+        let it start before its end), and those gaps only shrank. It now starts either in the one
+        new gap, [slot tail, start) when the booking was at the slot's end, or at
+        max(ready, r's new free time). Only the other tasks have the group's gaps searched.
         """
-        if len(self.lanes[r]) > 1 or start < tail:
+        tail, gap_end = booked
+        if finish <= start:  # nothing was booked
             return self.start_row(r, ready, duration)
-        out = np.full(est.shape, finish)
-        rest = np.flatnonzero((est < tail) | (est + duration <= start) | (duration <= 0))
+        out = np.maximum(ready, self.free[r])
+        if start > tail:
+            t = np.maximum(ready, tail)
+            np.minimum(out, np.where((t + duration <= start) & (ready < start), t, np.inf), out=out)
+        rest = np.flatnonzero((est < gap_end) | (duration <= 0))
         if rest.size:
             out[rest] = self.start_row(r, ready[rest], duration[rest])
         return out
