@@ -57,18 +57,14 @@ class GroupSlots:
             return s
         td, d = ready[idx], duration[idx]
         low, short = float(td.min()), float(d.min())
-        best = s[idx]
-        for lane in self.lanes[r]:
-            j = bisect_right(lane.gap_ends, low)  # gaps ending by `low` take none of these tasks
-            a, b = np.array(lane.gap_starts[j:-1]), np.array(lane.gap_ends[j:-1])
-            if not a.size:
-                continue
-            keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
-            a, b = a[keep], b[keep]
-            t = np.maximum(td[:, None], a)  # tasks × gaps
-            fits = (t + d[:, None] <= b) & (td[:, None] < b)
-            np.minimum(best, np.where(fits, t, np.inf).min(axis=1, initial=np.inf), out=best)
-        s[idx] = best
+        a, b = _gaps_after(self.lanes[r], low)
+        if not a.size:
+            return s
+        keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
+        a, b = a[keep], b[keep]
+        t = np.maximum(td[:, None], a)  # tasks × gaps
+        fits = (t + d[:, None] <= b) & (td[:, None] < b)
+        s[idx] = np.minimum(s[idx], np.where(fits, t, np.inf).min(axis=1, initial=np.inf))
         return s
 
     def start_after(self, r: int, start: float, finish: float, booked: tuple[float, float],
@@ -104,3 +100,19 @@ class GroupSlots:
         if in_gap:
             return in_gap[0], s
         return max(fits, key=lambda k: (self.lanes[r][k].tail, -k)), s
+
+
+def _gaps_after(lanes: list[Lane], low: float) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the closed gaps of all these slots that end after `low` (the others take no
+    task ready from `low` on). One tasks × gaps pass over all slots' gaps gives the same minimum as
+    one pass per slot: the earliest fitting start of a group is the smallest of its slots'."""
+    if len(lanes) == 1:
+        j = bisect_right(lanes[0].gap_ends, low)
+        return np.array(lanes[0].gap_starts[j:-1]), np.array(lanes[0].gap_ends[j:-1])
+    a: list[float] = []
+    b: list[float] = []
+    for lane in lanes:
+        j = bisect_right(lane.gap_ends, low)
+        a += lane.gap_starts[j:-1]
+        b += lane.gap_ends[j:-1]
+    return np.array(a), np.array(b)
