@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import example, given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.sched.dag.slots import GroupSlots
@@ -43,3 +43,26 @@ def test_group_slots_equal_the_plain_search(slots: list[int], bookings: list[tup
         for i in range(len(tasks)):
             slot, start = gs.choose(r, float(ready[i, r]), float(dur[i, r]))
             assert start == want[i, r] == lanes[r][slot].earliest(ready[i, r], dur[i, r])
+
+
+@settings(max_examples=1000)  # a wrong shortcut shows only on a few bookings: look at many
+@given(st.lists(st.integers(1, 3), min_size=3, max_size=3), st.lists(BOOKING, max_size=25), BOOKING,
+       st.lists(st.tuples(TIMES, TIMES), min_size=1, max_size=8))
+def test_start_after_a_booking_equals_a_full_search(
+        slots: list[int], bookings: list[tuple[int, int, float, float]],
+        booking: tuple[int, int, float, float], tasks: list[tuple[float, float]]) -> None:
+    """The shortcut after a booking gives what a full search of the group's gaps gives."""
+    lanes = booked_lanes(slots, bookings)
+    gs = GroupSlots(lanes)
+    r, k, ready0, d0 = booking
+    lane = lanes[r][k % slots[r]]
+    start = lane.earliest(ready0, d0)
+    ready = np.array([t for t, _ in tasks])
+    dur = np.array([d for _, d in tasks])
+    est = gs.start_row(r, ready, dur)
+    booked = lane.tail, float(gs.gap_end[r])
+    lane.book(start, start + d0)
+    gs.refresh(r)
+    hit = (est < start + d0) & (est + dur >= start)
+    got = gs.start_after(r, start, start + d0, booked, est[hit], ready[hit], dur[hit])
+    assert np.array_equal(got, gs.start_row(r, ready[hit], dur[hit]))

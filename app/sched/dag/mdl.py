@@ -40,6 +40,7 @@ def base_matrix(c: Compiled) -> np.ndarray:
 
 BLOCK = 64  # positions per block of the pool
 NO_TASK = np.iinfo(np.int64).max
+EMPTY = np.array([0.0, np.inf, np.inf, np.inf, -np.inf])[:, None, None]  # an empty position's column
 
 
 class ReadyPool:
@@ -56,11 +57,10 @@ class ReadyPool:
 
     def __init__(self, n_groups: int) -> None:
         self.g = n_groups
-        self.base = np.zeros((n_groups, BLOCK))
-        self.td = np.full((n_groups, BLOCK), np.inf)  # t_d(v, R)
-        self.dur = np.full((n_groups, BLOCK), np.inf)  # C(v, R)
-        self.est = np.full((n_groups, BLOCK), np.inf)  # EST(v, R)
-        self.mdl = np.full((n_groups, BLOCK), -np.inf)
+        # base, t_d(v, R), C(v, R), EST(v, R) and MDL as views of one (5, G, positions) array, so that
+        # moving or clearing a position is one operation, not five
+        self.rows = np.broadcast_to(EMPTY, (5, n_groups, BLOCK)).copy()
+        self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
         self.bmax = np.full((n_groups, 1), -np.inf)
         self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
@@ -118,10 +118,8 @@ class ReadyPool:
         if self.hi + k <= size:
             return
         extra = max(size, -(-(self.hi + k - size) // BLOCK) * BLOCK)
-        self.base = np.hstack([self.base, np.zeros((self.g, extra))])
-        self.td, self.dur, self.est = (np.hstack([a, np.full((self.g, extra), np.inf)])
-                                       for a in (self.td, self.dur, self.est))
-        self.mdl = np.hstack([self.mdl, np.full((self.g, extra), -np.inf)])
+        self.rows = np.concatenate([self.rows, np.broadcast_to(EMPTY, (5, self.g, extra))], axis=2)
+        self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
         more = extra // BLOCK
         self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
@@ -145,9 +143,11 @@ class ReadyPool:
         bmax = self.bmax[:, :nb]
         if not nb or (m := bmax.max()) == -np.inf:
             return -1, -1
-        key = np.where(bmax == m, self.btask[:, :nb], NO_TASK).min(axis=1)
-        r = int(np.argmin(key))
-        return self.position[int(key[r])], r
+        rows, blocks = np.nonzero(bmax == m)  # almost always one (group, block): no table-wide pass
+        if rows.size == 1:
+            return self.position[int(self.btask[rows[0], blocks[0]])], int(rows[0])
+        v, r = min(zip(self.btask[rows, blocks].tolist(), rows.tolist(), strict=True))
+        return self.position[v], r
 
     def _top_small(self) -> tuple[int, int]:
         if self.hi == 1:  # one ready task (a chain): its best group, the lowest of equals
@@ -169,13 +169,10 @@ class ReadyPool:
         moved = int(self.task[last])
         if p != last:
             self.position[moved] = p
-            for a in (self.base, self.td, self.dur, self.est, self.mdl):
-                a[:, p] = a[:, last]
+            self.rows[:, :, p] = self.rows[:, :, last]
             self.task[p] = moved
         self.task[last] = NO_TASK
-        for a in (self.td, self.dur, self.est):
-            a[:, last] = np.inf
-        self.mdl[:, last] = -np.inf
+        self.rows[1:, :, last] = EMPTY[1:, :, 0]
         self.hi = last
         if self.blocked and last <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
@@ -210,10 +207,12 @@ class ReadyPool:
         """Positions a row refresh covers (whole blocks while the block table is kept)."""
         return self.blocks * BLOCK if self.blocked else self.hi
 
-    def group_later(self, r: int, start: float, finish: float, slots: GroupSlots) -> None:
-        """Group r lost the idle time [start, finish) on one slot. A task's EST there changes only if
-        its earliest placement on r met that interval (elsewhere it is still free), so only those
-        are recomputed; the others keep theirs exactly."""
+    def group_later(self, r: int, start: float, finish: float, slots: GroupSlots,
+                    booked: tuple[float, float]) -> None:
+        """Group r lost the idle time [start, finish) on one slot (`booked`: see
+        `GroupSlots.start_after`). A task's EST there changes only if its earliest placement on r met
+        that interval (elsewhere it is still free), so only those are recomputed; the others keep
+        theirs exactly."""
         n = self.span()
         est, dur = self.est[r, :n], self.dur[r, :n]
         if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
@@ -222,7 +221,7 @@ class ReadyPool:
             hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
             if not hit.size:
                 return
-            est[hit] = slots.start_row(r, self.td[r, hit], dur[hit])
+            est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
         row = self.base[r, :n] - est
         self.mdl[r, :n] = row
         if not self.blocked:
@@ -266,12 +265,13 @@ class MdlPlanner:
             slot, start = slots.choose(r, float(pool.td[r, p]), float(pool.dur[r, p]))
             if explain:
                 steps.append(_step(pool, p, r, start))
+            booked = state.lanes[r][slot].tail, float(slots.gap_end[r])  # before the booking
             newly = state.place(v, r, slot, start)
             unplaced -= 1
             finish = start + float(pool.dur[r, p])
             pool.remove(p)
             slots.refresh(r)
-            pool.group_later(r, start, finish, slots)
+            pool.group_later(r, start, finish, slots, booked)
             _add(pool, state, slots, base, newly)
         return Plan(NAME, state.result(), steps)
 

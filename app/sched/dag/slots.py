@@ -57,19 +57,38 @@ class GroupSlots:
             return s
         td, d = ready[idx], duration[idx]
         low, short = float(td.min()), float(d.min())
-        best = s[idx]
-        for lane in self.lanes[r]:
-            j = bisect_right(lane.gap_ends, low)  # gaps ending by `low` take none of these tasks
-            a, b = np.array(lane.gap_starts[j:-1]), np.array(lane.gap_ends[j:-1])
-            if not a.size:
-                continue
-            keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
-            a, b = a[keep], b[keep]
-            t = np.maximum(td[:, None], a)  # tasks × gaps
-            fits = (t + d[:, None] <= b) & (td[:, None] < b)
-            np.minimum(best, np.where(fits, t, np.inf).min(axis=1, initial=np.inf), out=best)
-        s[idx] = best
+        a, b = _gaps_after(self.lanes[r], low)
+        if not a.size:
+            return s
+        keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
+        a, b = a[keep], b[keep]
+        t = np.maximum(td[:, None], a)  # tasks × gaps
+        fits = (t + d[:, None] <= b) & (td[:, None] < b)
+        s[idx] = np.minimum(s[idx], np.where(fits, t, np.inf).min(axis=1, initial=np.inf))
         return s
+
+    def start_after(self, r: int, start: float, finish: float, booked: tuple[float, float],
+                    est: np.ndarray, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """`start_row` after a task took [start, finish) on one slot of group r, for tasks whose
+        earliest start `est` (before) met that interval. `booked`: that slot's tail and r's latest
+        closed-gap end, both before (`gap_end`, -inf when there was none).
+
+        A shortcut, exact: a task with est >= that gap end fitted no closed gap (each would have
+        let it start before its end), and those gaps only shrank. It now starts either in the one
+        new gap, [slot tail, start) when the booking was at the slot's end, or at
+        max(ready, r's new free time). Only the other tasks have the group's gaps searched.
+        """
+        tail, gap_end = booked
+        if finish <= start:  # nothing was booked
+            return self.start_row(r, ready, duration)
+        out = np.maximum(ready, self.free[r])
+        if start > tail:
+            t = np.maximum(ready, tail)
+            np.minimum(out, np.where((t + duration <= start) & (ready < start), t, np.inf), out=out)
+        rest = np.flatnonzero((est < gap_end) | (duration <= 0))
+        if rest.size:
+            out[rest] = self.start_row(r, ready[rest], duration[rest])
+        return out
 
     def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
         """(slot, start) on group r: the earliest start; among equals a slot where the task fills an
@@ -81,3 +100,19 @@ class GroupSlots:
         if in_gap:
             return in_gap[0], s
         return max(fits, key=lambda k: (self.lanes[r][k].tail, -k)), s
+
+
+def _gaps_after(lanes: list[Lane], low: float) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the closed gaps of all these slots that end after `low` (the others take no
+    task ready from `low` on). One tasks × gaps pass over all slots' gaps gives the same minimum as
+    one pass per slot: the earliest fitting start of a group is the smallest of its slots'."""
+    if len(lanes) == 1:
+        j = bisect_right(lanes[0].gap_ends, low)
+        return np.array(lanes[0].gap_starts[j:-1]), np.array(lanes[0].gap_ends[j:-1])
+    a: list[float] = []
+    b: list[float] = []
+    for lane in lanes:
+        j = bisect_right(lane.gap_ends, low)
+        a += lane.gap_starts[j:-1]
+        b += lane.gap_ends[j:-1]
+    return np.array(a), np.array(b)
