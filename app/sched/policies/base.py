@@ -50,9 +50,10 @@ class BasePolicy:
         of a job among those submitted by then moves neither with time nor with the cluster, and
         (2) the pass answers every job that lacks free room, past the first `reservation_depth`
         of them that could ever fit, with a plain wait that changes nothing for the other jobs
-        (no promise held for it, no reservation refused for want of a node). None otherwise.
-        fcfs: a job's priority is its wait, so the rank is by submit time, then id."""
-        return standing(fcfs_scores)
+        (no promise held for it, no reservation refused for want of a node). None otherwise, and
+        by default: a policy says so itself (a new order or rule must not inherit a shortlist it
+        breaks)."""
+        return None
 
     # --- the shared skeleton -------------------------------------------------------------------
     def decide(self, snapshot: Snapshot, pending: Sequence[Job], budget: Budget | None = None) -> Decision:

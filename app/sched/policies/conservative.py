@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from app.sched.backfill import PassRules
 from app.sched.order import Scored
 from app.sched.params import ConservativeParams
-from app.sched.policies.base import BasePolicy, StandingKey
+from app.sched.policies.base import BasePolicy
 
 NAME = "conservative"
 
@@ -23,6 +23,3 @@ class ConservativePolicy(BasePolicy):
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         return PassRules(reservation_depth=self.params.reservation_depth, keep_promises=True)
-
-    def standing_key(self) -> StandingKey | None:
-        return None  # every job's promised slot is held before the pass: none may be left out

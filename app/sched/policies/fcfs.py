@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.sched.backfill import PassRules
-from app.sched.order import Scored
+from app.sched.order import Scored, fcfs_scores
 from app.sched.params import FcfsParams
-from app.sched.policies.base import BasePolicy
+from app.sched.policies.base import BasePolicy, StandingKey, standing
 
 NAME = "fcfs"
 
@@ -21,3 +21,8 @@ class FcfsPolicy(BasePolicy):
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         return PassRules(reservation_depth=self.params.reservation_depth, stop_at_block=True)
+
+    def standing_key(self) -> StandingKey | None:
+        """As easy's: the rank is by submit time; the queue stops at its first blocked job, which is
+        short or not, and in the list either way."""
+        return standing(fcfs_scores)

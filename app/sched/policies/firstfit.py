@@ -12,7 +12,7 @@ from app.sched.backfill import PassRules
 from app.sched.model import Job
 from app.sched.order import Scored
 from app.sched.params import FirstfitParams
-from app.sched.policies.base import BasePolicy, StandingKey
+from app.sched.policies.base import BasePolicy
 
 NAME = "firstfit"
 
@@ -32,6 +32,3 @@ class FirstfitPolicy(BasePolicy):
             reserve_from_now=True,
             may_reserve=starving,
         )
-
-    def standing_key(self) -> StandingKey | None:
-        return None  # only a starving job reserves, and starving comes with time

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from app.sched.backfill import PassRules
 from app.sched.order import Scored
 from app.sched.params import MemoryBackfillParams
-from app.sched.policies.base import BasePolicy, StandingKey
+from app.sched.policies.base import BasePolicy
 
 NAME = "memory_backfill"
 
@@ -24,6 +24,3 @@ class MemoryBackfillPolicy(BasePolicy):
         return PassRules(
             reservation_depth=self.params.reservation_depth, one_reservation_per_node=True
         )
-
-    def standing_key(self) -> StandingKey | None:
-        return None  # a node holds one reservation: a blocked job may find none to book
