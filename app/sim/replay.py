@@ -265,9 +265,11 @@ class _Replay:
                                           promise_start=None, promise_nodes=())
         for r in d.reservations:
             self.promised.setdefault(r.job_id, r.start_time)
-            # the resource manager sends the latest promise back next time
-            pending[r.job_id] = replace(pending[r.job_id], promise_start=r.start_time,
-                                        promise_nodes=r.node_ids)
+            # the resource manager sends the latest promise back next time (most decisions repeat
+            # the last one: the job then already carries it)
+            job = pending[r.job_id]
+            if job.promise_start != r.start_time or job.promise_nodes != r.node_ids:
+                pending[r.job_id] = replace(job, promise_start=r.start_time, promise_nodes=r.node_ids)
         for s in d.starts:
             self.start(self.by_id[s.job_id], s, now)
 
