@@ -310,6 +310,7 @@ def plan_to_wire(req: DagPlanRequest, result: DagResult, timing: dict[str, float
         search=_search(result),
         finish=plan.finish,
         makespans=result.makespans,
+        lower_bound=result.bound,
         tasks=[TaskPlanOut(id=tasks[p.task].id, group=groups[p.group].id, slot=p.slot, start=p.start,
                            finish=p.finish, status=STATUS_OUT[p.status],
                            static_level=float(c.static_level[p.task]), critical=p.task in on_path)

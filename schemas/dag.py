@@ -230,7 +230,14 @@ class DagPlanResponse(BaseModel):
     makespan: float = Field(..., description="latest finish of the running and planned tasks − now")
     search: SearchOut | None = Field(None, description="what the search after list scheduling gained")
     finish: float = Field(..., description="latest finish of any task")
-    makespans: dict[str, float] = Field(..., description="makespan of each planner run")
+    makespans: dict[str, float] = Field(
+        ..., description="makespan of each planner run (`best` runs no planner after one whose plan "
+        "reaches `lower_bound`)")
+    lower_bound: float | None = Field(
+        None, description="no plan can have a shorter makespan: the longest chain of tasks, each on the "
+        "group where it could finish first, every transfer at its cheapest, from when a slot is free. "
+        "A plan that reaches it is optimal, and nothing more is tried. Computed for `best` and "
+        "whenever the search runs")
     tasks: list[TaskPlanOut]
     groups: list[str]
     critical_path: list[str]

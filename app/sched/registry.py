@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from app.sched.budget import Budget, unevaluated
 from app.sched.collector import rare_collections
 from app.sched.dag import best
+from app.sched.dag.bound import lower_bound
 from app.sched.dag.critical import critical_path
 from app.sched.dag.graph import Compiled, compile_problem
 from app.sched.dag.heft import HeftPlanner
@@ -59,6 +60,7 @@ class DagResult:
     now: float = 0.0  # the caller's `now`: `compiled` is relative to it, `plan` is on the caller's clock
     search: SearchResult | None = None  # what the local search after list scheduling did, if it ran
     restarts: int = 0  # `best`: list plans tried besides the planners' (other task priorities)
+    bound: float | None = None  # a makespan no plan beats (`app.sched.dag.bound`), where it was computed
 
     @property
     def makespan(self) -> float:
@@ -85,8 +87,10 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     """
     t0 = clock() if clock else 0.0
     c = compile_problem(relative(problem))
+    bound = None
     if algorithm == best.NAME:
-        plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain)
+        bound = lower_bound(c)
+        plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain, bound)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
@@ -96,24 +100,26 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     budget = search_budget(search_s, list_s, max_search_s)
     found, tried = None, 0
     if budget > 0 and (clock or max_evaluations):
+        bound = lower_bound(c) if bound is None else bound
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
-                                     max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans))
+                                     max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans),
+                                     bound)
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
-                     found, tried)
+                     found, tried, bound)
 
 
 def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,
             max_evaluations: int | None, seed: int, clock: Callable[[], float],
-            one_plan_s: float = 0.0) -> tuple[Plan, SearchResult, int]:
+            one_plan_s: float = 0.0, bound: float | None = None) -> tuple[Plan, SearchResult, int]:
     """More list plans first (for `best`: half the budget, each started only if it fits, judged by
     `one_plan_s`, the time of one list plan, and then by the slowest so far), then the local search
-    on the best."""
+    on the best; neither goes on once the plan reaches `bound`, a makespan no plan beats."""
     t1, listed, tried = clock(), best.makespan(plan, 0.0), 0
     if more_priorities:
         share = None if max_evaluations is None else max(1, max_evaluations // 4)
-        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s)
+        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s, bound)
         spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
-    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock)
+    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock, bound)
     found = replace(found, before=listed, budget_s=budget, seconds=clock() - t1)
     return found.plan, found, tried
 

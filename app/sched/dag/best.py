@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Plan, TaskStatus
 
@@ -16,9 +17,16 @@ def makespan(plan: Plan, now: float) -> float:
 
 
 def best_plan(
-    c: Compiled, planners: Mapping[str, object], explain: bool = False
+    c: Compiled, planners: Mapping[str, object], explain: bool = False, bound: float | None = None
 ) -> tuple[Plan, dict[str, float]]:
-    plans = {name: p.plan(c, explain) for name, p in planners.items()}  # type: ignore[attr-defined]
-    spans = {name: makespan(plan, c.problem.now) for name, plan in plans.items()}
+    """The shortest of the planners' plans, and each one's makespan. Once a plan reaches `bound`, a
+    makespan no plan can beat (`app.sched.dag.bound`), the planners after it are not run."""
+    plans: dict[str, Plan] = {}
+    spans: dict[str, float] = {}
+    for name, planner in planners.items():
+        plans[name] = planner.plan(c, explain)  # type: ignore[attr-defined]
+        spans[name] = makespan(plans[name], c.problem.now)
+        if reaches(spans[name], bound):
+            break
     winner = min(spans, key=lambda name: spans[name])  # first of equals wins: dict order
     return plans[winner], spans

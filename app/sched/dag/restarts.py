@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from app.sched.dag.best import makespan
+from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
 from app.sched.dag.heft import list_schedule, mean_transfer, upward_rank
 from app.sched.dag.model import Plan
@@ -63,12 +64,13 @@ def named_priorities(c: Compiled) -> list[tuple[str, Callable[[], np.ndarray]]]:
 
 def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = None,
             seed: int = 0, clock: Callable[[], float] = lambda: 0.0,
-            estimate_s: float = 0.0) -> tuple[Plan, int]:
+            estimate_s: float = 0.0, bound: float | None = None) -> tuple[Plan, int]:
     """The shortest of `plan` and the variants tried within the budget (on the caller's clock);
     (plan, variants tried). A variant starts only when it can end within the budget, judged by the
     slowest variant so far (before the first, by `estimate_s`, the caller's time for one list plan):
     on a large DAG one list plan can take a good part of a second, and starting one just before the
-    budget ends would overrun it by that much."""
+    budget ends would overrun it by that much. None is tried once the best plan reaches `bound`, a
+    makespan no plan can beat (`app.sched.dag.bound`)."""
     t0 = clock()
     best, span = plan, makespan(plan, 0.0)
     rng = np.random.default_rng(seed)
@@ -76,7 +78,8 @@ def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = No
     tried, slowest = 0, estimate_s
 
     def spent() -> bool:
-        return (max_plans is not None and tried >= max_plans) or clock() - t0 + slowest > budget_s
+        return (reaches(span, bound) or (max_plans is not None and tried >= max_plans)
+                or clock() - t0 + slowest > budget_s)
 
     named = named_priorities(c)
     k = 0

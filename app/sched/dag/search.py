@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Placement, Plan, TaskStatus
 from app.sched.dag.state import PlanState
@@ -161,9 +162,9 @@ class Search:
     """One local search: the current layout and timing, the best seen, the budget."""
 
     def __init__(self, c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None,
-                 seed: int, clock: Callable[[], float]) -> None:
+                 seed: int, clock: Callable[[], float], bound: float | None = None) -> None:
         self.clock, self.t0 = clock, clock()
-        self.budget_s, self.max_evaluations = budget_s, max_evaluations
+        self.budget_s, self.max_evaluations, self.bound = budget_s, max_evaluations, bound
         self.r = r = Retimer(c, plan)
         self.lay = r.layout(plan.placements)
         t = clock()
@@ -178,9 +179,11 @@ class Search:
                      for v in range(c.n_tasks)]
 
     def spent(self, next_s: float = 0.0) -> bool:
-        """Whether the evaluations are used up, or work expected to take `next_s` seconds could not
-        end within the budget with a full re-timing (the answer's) left after it."""
-        return (self.max_evaluations is not None and self.evals >= self.max_evaluations) or (
+        """Whether the best plan is as short as any can be, the evaluations are used up, or work
+        expected to take `next_s` seconds could not end within the budget with a full re-timing (the
+        answer's) left after it."""
+        return reaches(self.best[0], self.bound) or (
+            self.max_evaluations is not None and self.evals >= self.max_evaluations) or (
             self.clock() - self.t0 + next_s + self.full_s >= self.budget_s)
 
     def _copy(self, lay: Layout) -> Layout:
@@ -246,12 +249,16 @@ class Search:
 
 
 def improve(c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None = None,
-            seed: int = 0, clock: Callable[[], float] = lambda: 0.0) -> SearchResult:
+            seed: int = 0, clock: Callable[[], float] = lambda: 0.0,
+            bound: float | None = None) -> SearchResult:
     """The best plan found from `plan` within the budget; never longer than `plan`. The core reads no
     clock of its own: `clock` is the caller's (monotonic seconds); without one, time never passes and
-    only `max_evaluations` stops the search."""
+    only `max_evaluations` stops the search. `bound`: a makespan no plan can beat
+    (`app.sched.dag.bound`): the search does not start, or stops, once the plan reaches it."""
     before = max((pl.finish for pl in plan.placements if pl.status != TaskStatus.DONE), default=0.0)
-    s = Search(c, plan, budget_s, max_evaluations, seed, clock)
+    if reaches(before, bound):
+        return SearchResult(plan, before, before, 0, 0, 0.0, budget_s)
+    s = Search(c, plan, budget_s, max_evaluations, seed, clock, bound)
     s.run()
     seconds = clock() - s.t0
     if not s.best[0] < before:

@@ -1,0 +1,56 @@
+"""A lower bound on the makespan of any valid plan: once a plan reaches it, nothing can be gained.
+
+In any plan, a pending task v placed on group R starts no earlier than a slot of R is free, nor
+before each input has arrived there; it then runs for its cost on R. An input from a task u whose
+group is fixed (running or done) arrives at the earliest at u's finish plus the transfer from that
+group to R; from a pending task, at the earliest at u's earliest finish plus the cheapest latency and
+per-byte time of any link into R (a group's link to itself included). Taking, in topological order,
+the group where these optimistic times make v finish first gives each task a finish no plan beats;
+the bound is the latest of them and of the running tasks' expected ends. Every value is an actual
+start or transfer computed as a plan computes it, so a plan whose tasks all make the optimistic choices
+(a chain on the one fastest group) reaches the bound exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app.sched.dag.graph import Compiled
+from app.sched.dag.model import TaskStatus
+from app.sched.dag.state import PlanState
+
+TOLERANCE = 1e-9  # relative: a makespan within this of the bound is taken as reaching it
+
+
+def lower_bound(c: Compiled) -> float:
+    """No plan of `c` has a makespan (latest finish of the running and pending tasks − now) below this."""
+    state = PlanState(c)
+    now = state.now
+    free = np.array([min(lane.tail for lane in lanes) if lanes else np.inf for lanes in state.lanes])
+    lat_in, per_byte_in = c.lat.min(axis=0), c.inv_bw.min(axis=0)  # cheapest way into each group
+    finish = state.finish.copy()  # fixed tasks' finishes; NaN for the pending ones until reached
+    fixed = state.group_of >= 0
+    latest = max((p.finish for p in state.placements if p is not None and p.status == TaskStatus.RUNNING),
+                 default=now)
+    # tasks with no input need only a free slot: all at once
+    first = np.array([v for v in range(c.n_tasks) if not fixed[v] and not c.preds[v]], dtype=np.int64)
+    finish[first] = (np.maximum(free, now) + c.cost[first]).min(axis=1)
+    latest = max(latest, float(finish[first].max(initial=now)))
+    for v in c.topo:
+        if fixed[v] or not c.preds[v]:
+            continue
+        arrive = np.full(c.n_groups, now)
+        for u, data in c.preds[v]:
+            if fixed[u]:
+                g = state.group_of[u]
+                np.maximum(arrive, finish[u] + c.lat[g] + data * c.inv_bw[g], out=arrive)
+            else:
+                np.maximum(arrive, finish[u] + lat_in + data * per_byte_in, out=arrive)
+        finish[v] = float((np.maximum(arrive, free) + c.cost[v]).min())
+        latest = max(latest, finish[v])
+    return float(latest - now) if np.isfinite(latest) else 0.0  # (a task no group runs: no bound)
+
+
+def reaches(makespan: float, bound: float | None) -> bool:
+    """Whether a plan of this makespan is as short as any can be (to rounding)."""
+    return bound is not None and makespan <= bound + TOLERANCE * max(1.0, abs(bound))
