@@ -199,17 +199,12 @@ class BackfillPass:
         the job may use; else None."""
         if job.promise_start is None or len(job.promise_nodes) != job.nodes:
             return None
-        index = [self.cluster.pos.get(n) for n in job.promise_nodes]
-        if None in index or not all(self._may_use(job, x) for x in index):  # type: ignore[arg-type]
+        nodes = self.cluster.positions(job.promise_nodes)
+        if nodes is None or not self.cluster.may_use(self.cluster.eligible_for(job), nodes):
             return None
-        nodes = np.asarray(index, dtype=np.int64)
         start = max(job.promise_start, self.now)
         end = align_up(start + job.walltime_s, self.grain)
         return job, nodes, start, end, self._need(job, nodes)
-
-    def _may_use(self, job: Job, x: int) -> bool:
-        c = self.cluster
-        return bool(c.usable[x]) and job.queue in c.serves[x] and job.labels <= c.labels[x]
 
     def _need(self, job: Job, nodes: np.ndarray) -> Demand:
         """What the job takes on each of `nodes`: its demand, or each node's capacity for a

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
+from operator import itemgetter
 
 import numpy as np
 
@@ -175,6 +176,7 @@ class ClusterIndex:
         self._cap_types = cols.cap_types
         self._eligible_nodes = cols.eligible_nodes
         self._least = cols.least
+        self._members: dict[tuple[str, frozenset[str]], np.ndarray] = {}  # see may_use
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -214,6 +216,25 @@ class ClusterIndex:
 
     def eligible_for(self, job: Job) -> Eligible:
         return self.eligible(job.queue, job.labels)
+
+    def positions(self, ids: Sequence[str]) -> np.ndarray | None:
+        """The node indices of `ids`, in their order; None if one is not in the snapshot."""
+        if not ids:
+            return np.zeros(0, dtype=np.int64)
+        try:
+            found = itemgetter(*ids)(self.pos)  # one C call for all: a promise can name thousands
+        except KeyError:
+            return None
+        return np.array(found if len(ids) > 1 else (found,), dtype=np.int64)
+
+    def may_use(self, elig: Eligible, nodes: np.ndarray) -> bool:
+        """Whether every one of `nodes` is up and in `elig` (serves its queue, has its labels)."""
+        member = self._members.get(elig.key)
+        if member is None:
+            member = np.zeros(len(self.ids), dtype=bool)
+            member[elig.sl if elig.idx is None else elig.idx] = True
+            self._members[elig.key] = member
+        return bool(self.usable[nodes].all() and member[nodes].all())
 
     def _make_eligible(self, key: tuple[str, frozenset[str]]) -> Eligible:
         queue, labels = key

@@ -98,6 +98,31 @@ def test_capacity_counts_match_a_scan_when_queues_overlap(caps, demands) -> None
             assert index.least_capacity(elig)[:3] == tuple(min(n.cap[r] for n in mine) for r in range(3))
 
 
+@settings(max_examples=80, deadline=None)
+@given(caps=st.lists(st.tuples(st.booleans(), st.sets(st.sampled_from("abc"), min_size=1),
+                               st.sets(st.sampled_from("xy"))), min_size=1, max_size=30),
+       overlap=st.booleans(), queue=st.sampled_from("abc"), labels=st.sets(st.sampled_from("xy")),
+       picks=st.lists(st.integers(0, 40), max_size=8))
+def test_promised_nodes_checked_at_once_as_one_by_one(caps, overlap, queue, labels, picks) -> None:  # noqa: ANN001
+    """`positions` and `may_use` (a promise's nodes looked up and checked in one step) answer what
+    checking each node does: every id known, every node up, serving the queue, with the labels."""
+    nodes = [Node(f"n{i:03d}", sorted(qs)[0], (1, 0, 0), (0, 0, 0), frozenset(ls),
+                  state=NodeState.UP if up else NodeState.DOWN,
+                  queues=tuple(sorted(qs)) if overlap and len(qs) > 1 else ())
+             for i, (up, qs, ls) in enumerate(caps)]
+    index = ClusterIndex(Snapshot(0.0, tuple(nodes), columns=NodeColumns.of(nodes, ())))
+    by_id = {n.id: n for n in nodes}
+    ids = tuple(f"n{k % (len(nodes) + 1):03d}" for k in picks)  # n{len(nodes)}: no such node
+    found = index.positions(ids)
+    if any(i not in by_id for i in ids):
+        assert found is None
+        return
+    assert found is not None and [index.ids[x] for x in found] == list(ids)
+    one_by_one = all(by_id[i].state == NodeState.UP and queue in by_id[i].serves
+                     and frozenset(labels) <= by_id[i].labels for i in ids)
+    assert index.may_use(index.eligible(queue, frozenset(labels)), found) == one_by_one
+
+
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30), bookings=st.integers(0, 12))
 def test_a_demand_per_node_answers_as_each_nodes_own_triple(seed, n, bookings) -> None:  # noqa: ANN001
