@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 import numpy as np
 
@@ -334,9 +335,9 @@ class BackfillPass:
 
     def _ids(self, nodes: np.ndarray) -> tuple[str, ...]:
         ids = self.cluster.ids
-        if len(nodes) == 1:  # most jobs want one node
-            return (ids[nodes[0]],)
-        return tuple([ids[x] for x in nodes.tolist()])
+        if len(nodes) <= 1:  # most jobs want one node
+            return (ids[nodes[0]],) if len(nodes) else ()
+        return itemgetter(*nodes.tolist())(ids)  # one C call: a job may hold thousands of nodes
 
     def _wait(self, job: Job, reason: Reason, detail: str) -> None:
         self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
