@@ -330,8 +330,8 @@ class Profile:
         """Take a change's d from each of `nodes` over its [t0, t1), in a few numpy steps on all
         of them: the instants and amounts `_fold_row` gives node by node."""
         t0, t1, d = change
-        _, first = np.unique(nodes, return_index=True)
-        if len(first) < len(nodes):  # a node named twice takes the change twice: once each time
+        if _repeats(nodes):  # a node named twice takes the change twice: once each time
+            _, first = np.unique(nodes, return_index=True)
             again = np.ones(len(nodes), dtype=bool)
             again[first] = False
             self._fold(nodes[first], (t0, t1, _part(d, first)))
@@ -340,17 +340,19 @@ class Profile:
         w = self.width
         while w + 2 > self.times.shape[0]:  # room for two new instants on every node
             self._grow()
-        times, cum = _with_instants(self.times[: w + 2, nodes], self.cum[:, : w + 2, nodes],
-                                    [t for t in sorted({t0, t1}) if t > self.now])
+        new = [t for t in (t0, t1) if t > self.now]
+        times, cum = _with_instants(self.times, self.cum, w + 2, nodes,
+                                    new if len(new) < 2 or t0 < t1 else new[:1])
         inside = times < t1
         if t0 > self.now:
             inside &= times >= t0
         amount = d[:, None, :] if isinstance(d, np.ndarray) else np.array(d, dtype=np.int64)[:, None, None]
-        cum -= amount * inside
+        np.subtract(cum, amount, out=cum, where=inside)
         self.times[: w + 2, nodes] = times
         self.cum[:, : w + 2, nodes] = cum
-        used = int(np.isfinite(times[w - 1 :]).any(axis=1).sum()) + w - 1  # instants on some node
-        self.width = max(w, min(used + 1, self.times.shape[0]))
+        if times[w - 1 :].min() < INF:  # an instant was added where a node used its last row
+            used = int(np.isfinite(times[w - 1 :]).any(axis=1).sum()) + w - 1
+            self.width = min(used + 1, self.times.shape[0])
 
     def _fold_rows(self, batches: list[tuple[np.ndarray, Batch]]) -> None:
         """Fold the changes of `batches` node by node (`_fold_row`)."""
@@ -420,26 +422,36 @@ def _part(d: Demand, which: np.ndarray) -> Demand:
     return d[:, which] if isinstance(d, np.ndarray) else d
 
 
-def _with_instants(times: np.ndarray, cum: np.ndarray, new: list[float]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of some nodes, `times` (R, n) and `cum` (3, R, n) (copies), with each instant of `new`
-    (ascending) added to the nodes that lack it, carrying the amounts of the instant before, as
-    `_instant` does row by row. The last two rows must be padding: they take the shift."""
-    cols = np.arange(times.shape[1])
-    rows = np.arange(times.shape[0])[:, None]
-    src = rows.repeat(times.shape[1], axis=1)  # per new row, the old row it copies
+def _repeats(nodes: np.ndarray) -> bool:
+    """Whether a node index appears twice (node lists are mostly sorted: checked that first)."""
+    if len(nodes) < 2 or (nodes[1:] > nodes[:-1]).all():
+        return False
+    return len(np.unique(nodes)) < len(nodes)
+
+
+def _with_instants(all_times: np.ndarray, all_cum: np.ndarray, r: int, nodes: np.ndarray,
+                   new: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """The first r rows of `nodes` in the matrices, `times` (r, n) and `cum` (3, r, n) (copies),
+    with each instant of `new` (ascending, distinct) added to the nodes that lack it, carrying the
+    amounts of the instant before, as `_instant` does row by row. Rows r-2 and r-1 must be
+    padding: they take the shift."""
+    times = all_times[:r, nodes]
+    cols = np.arange(len(nodes))
+    rows = np.arange(r)[:, None]
+    src = rows  # per new row, the old row it copies
     spots = []
-    added = 0  # per node, instants of `new` added so far (all before this one)
+    added = 0  # per node, instants of `new` added before this one
     for t in new:
-        missing = (times != t).all(axis=0)
-        if not missing.any():
-            continue
-        at = (times < t).sum(axis=0) + added  # its row once added
-        src -= (rows >= at) & missing
-        spots.append((at[missing], cols[missing], t))
-        added = added + missing
+        at = (times < t).sum(axis=0)  # where t is, or goes
+        missing = times[at, cols] != t
+        if missing.any():
+            at += added
+            src = src - ((rows >= at) & missing)
+            spots.append((at[missing], cols[missing], t))
+            added = added + missing
     if not spots:
-        return times, cum
-    times, cum = times[src, cols], cum[:, src, cols]
+        return times, all_cum[:, :r, nodes]
+    times, cum = all_times[src, nodes], all_cum[:, src, nodes]
     for at, where, t in spots:
         times[at, where] = t
     return times, cum
