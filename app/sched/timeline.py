@@ -32,7 +32,7 @@ Change = tuple[float, float, Triple]  # take d over [t0, t1); t0 <= now: in forc
 Batch = tuple[float, float, Demand]  # a change recorded for many nodes at once
 Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
-# past this many changes waiting, one rebuild of their rows beats folding them one by one
+# from this many changes waiting on, one rebuild of their rows beats folding them one by one
 REBUILD_FROM = 8
 # fold a change on all its nodes in a few numpy steps; False folds it node by node on Python
 # lists (`_fold_row`, the plain way, kept for checks and as the reference of the tests)
@@ -253,7 +253,7 @@ class Profile:
 
     def _record(self, nodes: np.ndarray, change: Batch) -> None:
         self.batches.append((nodes, change))
-        if self.sources is None:  # (before the build, the build takes every change at once)
+        if self.sources is None:  # built: a question about these nodes folds it first
             self.dirty[nodes] = True
 
     def _build(self) -> None:

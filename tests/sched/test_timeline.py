@@ -85,12 +85,20 @@ def naive_free(free, releases, changes, x, t):  # noqa: ANN001, ANN201
     changes=st.lists(st.tuples(st.booleans(), st.integers(0, 4), triples, st.integers(0, 12),
                                st.integers(1, 12)), max_size=10),
     many=st.booleans(),
+    built=st.booleans(),
 )
-def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  # noqa: ANN001
-    """Starts and bookings, folded row by row or in one rebuild, give the free amounts a naive sum gives."""
+def test_profile_equals_a_sum_from_scratch(free, rel, changes, many, built) -> None:  # noqa: ANN001
+    """Starts and bookings, taken by the build, or made after it and folded one change at a time
+    or in one rebuild, give the free amounts a naive sum gives."""
+    from unittest import mock
+
+    from app.sched import timeline
+
     n = len(free)
     releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
     p = profile(free, releases)
+    if built:
+        p._flush_all()
     applied = []
     for is_start, x, d, a, length in changes:
         if is_start:
@@ -99,10 +107,8 @@ def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  #
         else:
             p.book(x % n, NOW + 60 * a, NOW + 60 * (a + length), d)
             applied.append((x % n, NOW + 60 * a, NOW + 60 * (a + length), d))
-    if many:
-        p._flush_all()  # one vectorized rebuild
-    else:
-        p._flush_rows(np.arange(n))  # row by row
+    with mock.patch.object(timeline, "REBUILD_FROM", 1 if many else 1 << 30):
+        p._flush_rows(np.arange(n))
     for x in range(n):
         for t in [NOW + 60 * k for k in range(0, 27)]:
             assert p.free_at(x, t) == naive_free(free, releases, applied, x, t)
