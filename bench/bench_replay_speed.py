@@ -10,7 +10,9 @@ Each case (trace file in the traces folder, first N jobs or 0 for all, policy la
 CPU-second, their ratio, and whether both ways gave the same schedule (every job's start, end and
 nodes, hashed). `--switch` says which shortcuts "off" turns off: `pass`, the pass's (`SureWaits` never
 used: `BULK_WAITS_FROM` past any queue; the promised slots booked one by one: `HOLD_ALL_AT_ONCE`);
-`shortlist`, the replay's (`decide` is handed the whole queue: `app.sim.shortlist`); `all`, both.
+`shortlist`, the replay's (`decide` is handed the whole queue: `app.sim.shortlist`); `fold`, the
+profile's (a change folded node by node on Python lists: `FOLD_BY_BATCH`, and no rebuild of many
+waiting changes at once: `REBUILD_FROM`); `all`, every one.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.cli import policy_params, policy_spec, take_predicted  # noqa: E402
-from app.sched import backfill  # noqa: E402
+from app.sched import backfill, timeline  # noqa: E402
 from app.sim.replay import ReplayResult, replay  # noqa: E402
 from app.sim.swf import read_swf  # noqa: E402
 from app.sim.workload import Workload, default_machine, workload  # noqa: E402
@@ -51,17 +53,20 @@ def digest(result: ReplayResult) -> str:
     return h.hexdigest()[:12]
 
 
-SWITCHES = ("all", "pass", "shortlist")
+SWITCHES = ("all", "pass", "shortlist", "fold")
 
 
 def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
             switch: str) -> tuple[float, ReplayResult]:
     """CPU seconds of one replay, with the switched shortcuts on or off, and its result."""
-    pass_on = on or switch == "shortlist"
+    pass_on = on or switch in ("shortlist", "fold")
+    fold_on = on or switch in ("pass", "shortlist")
     with mock.patch.object(backfill, "BULK_WAITS_FROM", backfill.BULK_WAITS_FROM if pass_on else 1 << 62), \
-            mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", pass_on):
+            mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", pass_on), \
+            mock.patch.object(timeline, "FOLD_BY_BATCH", fold_on), \
+            mock.patch.object(timeline, "REBUILD_FROM", timeline.REBUILD_FROM if fold_on else 1 << 62):
         t0 = time.process_time()
-        result = replay(w, name, params, predict=predicted, shortlist=on or switch == "pass")
+        result = replay(w, name, params, predict=predicted, shortlist=on or switch in ("pass", "fold"))
         return time.process_time() - t0, result
 
 
@@ -106,7 +111,7 @@ def main(
                                            "each job k times wider)")] = CASES,
     traces: Annotated[Path, typer.Option(help="folder of the trace files")] = DEFAULT_TRACES,
     repeat: Annotated[int, typer.Option(help="replays each way, alternating; the best counts")] = 2,
-    switch: Annotated[str, typer.Option(help="what off turns off: all, pass, shortlist")] = "all",
+    switch: Annotated[str, typer.Option(help="what off turns off: all, pass, shortlist, fold")] = "all",
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     if switch not in SWITCHES:

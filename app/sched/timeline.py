@@ -7,8 +7,8 @@ free from that instant on. Running jobs and started jobs step it up when they en
 "the earliest time this node holds demand d for w seconds" (`earliest`), and "does it hold d over
 [t, end)" (`holds_over`) — the backfill rule of docs/methods.md §1 without a per-node loop.
 
-Changes are recorded as intervals and folded into the matrix only when a question needs it
-(row by row when few nodes changed, else one vectorized rebuild).
+Changes are recorded as intervals and folded into the matrix only when a question needs it: each
+change on all its nodes at once (`_fold`), or many changes in one vectorized rebuild.
 
 All instants but `now` are multiples of the time grain, so answers do not drift between calls.
 """
@@ -32,7 +32,11 @@ Change = tuple[float, float, Triple]  # take d over [t0, t1); t0 <= now: in forc
 Batch = tuple[float, float, Demand]  # a change recorded for many nodes at once
 Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
-ROW_FLUSH_LIMIT = 64  # below this many changed nodes, folding rows one by one beats a rebuild
+# from this many changes waiting on, one rebuild of their rows beats folding them one by one
+REBUILD_FROM = 8
+# fold a change on all its nodes in a few numpy steps; False folds it node by node on Python
+# lists (`_fold_row`, the plain way, kept for checks and as the reference of the tests)
+FOLD_BY_BATCH = True
 # up to this many instants, a masked min finds a node's first covered instant fastest; past it, its
 # (instants, nodes) float temporaries outgrow the cache, and argmax over the booleans wins
 MASKED_MIN_WIDTH = 8
@@ -73,8 +77,9 @@ class Profile:
         self.sources: tuple[np.ndarray, Releases] | None = (free.astype(np.int64), releases)
         self.times = self.cum = np.empty((0, n))
         self.width = 0  # instants in use (the rest is INF padding)
-        self.unflushed: dict[int, list[Change]] = {}  # per node, changes not folded in yet
-        self.batches: list[tuple[np.ndarray, Batch]] = []  # changes made before the build
+        # changes not folded in yet: made before the build (the build takes them), or since
+        self.batches: list[tuple[np.ndarray, Batch]] = []
+        self.dirty = np.zeros(n, dtype=bool)  # nodes a change since the build is waiting for
         self.booked = np.zeros(n, dtype=bool)
         self.first_booking = np.full(n, INF)  # earliest booking start per node
         self.any_booking = False  # whether anything was booked yet (first_booking all INF until then)
@@ -94,7 +99,7 @@ class Profile:
 
     def earliest(self, elig: Eligible, d: Demand, walltime_s: float) -> np.ndarray:
         """Per eligible node, the earliest t >= now at which it holds d for walltime_s (INF: never)."""
-        self._flush_eligible(elig)
+        self._flush_rows(_columns(elig))
         return self._earliest(_columns(elig), d, walltime_s)
 
     def earliest_of(self, nodes: np.ndarray, d: Demand, walltime_s: float) -> np.ndarray:
@@ -123,7 +128,7 @@ class Profile:
         With `head`, only the first `head` instants are searched; a node not covered by then
         gets minus the instant after them (a lower bound, negated to mark it as one).
         """
-        self._flush_eligible(elig)
+        self._flush_rows(_columns(elig))
         w = self.width if head is None else min(head, self.width)
         return self._first_cover(_columns(elig), d, w)
 
@@ -247,16 +252,9 @@ class Profile:
         self.any_booking = True
 
     def _record(self, nodes: np.ndarray, change: Batch) -> None:
-        t0, t1, d = change
-        if self.sources is not None:  # no matrix yet: the build takes the whole batch at once
-            self.batches.append((nodes, change))
-        elif isinstance(d, np.ndarray):  # one amount per node
-            for i, x in enumerate(nodes.tolist()):
-                c, m, g = d[:, i].tolist()
-                self.unflushed.setdefault(x, []).append((t0, t1, (c, m, g)))
-        else:
-            for x in nodes.tolist():
-                self.unflushed.setdefault(x, []).append((t0, t1, d))
+        self.batches.append((nodes, change))
+        if self.sources is None:  # built: a question about these nodes folds it first
+            self.dirty[nodes] = True
 
     def _build(self) -> None:
         """Build the matrices from the releases and every change recorded so far, in one go."""
@@ -273,66 +271,39 @@ class Profile:
 
     def _batch_steps(self, base: np.ndarray) -> Releases:
         """The changes recorded before the build as steps; those in force now lower `base`."""
-        xs: list[np.ndarray] = []
-        ts: list[np.ndarray] = []
-        amounts: list[np.ndarray] = []
-        for nodes, (t0, t1, d) in self.batches:
-            k = len(nodes)
-            if isinstance(d, np.ndarray):  # one amount per node
-                each = d.astype(np.int64, copy=False)
-            else:
-                each = np.broadcast_to(np.array(d, dtype=np.int64)[:, None], (3, k))
-            if t0 <= self.now:
-                for r in range(3):  # a node may repeat across batches, or in a promise's list
-                    np.subtract.at(base[r], nodes, each[r])
-            else:
-                xs.append(nodes)
-                ts.append(np.full(k, t0))
-                amounts.append(-each)
-            xs.append(nodes)
-            ts.append(np.full(k, t1))
-            amounts.append(each)
-        self.batches = []
-        return (np.concatenate(xs).astype(np.int64, copy=False), np.concatenate(ts),
-                np.concatenate(amounts, axis=1))
+        batches, self.batches = self.batches, []
+        return _steps(batches, base, self.now)
 
-    def _flush_rows(self, nodes: np.ndarray) -> None:
-        self._build()
-        if not self.unflushed:
-            return
-        if len(nodes) > len(self.unflushed):
-            wanted = set(nodes.tolist())
-            rows = [x for x in self.unflushed if x in wanted]
-        else:
-            rows = [x for x in nodes.tolist() if x in self.unflushed]
-        if len(rows) > ROW_FLUSH_LIMIT:
-            self._rebuild(np.asarray(sorted(rows), dtype=np.int64))
-            return
-        for x in rows:
-            self._fold_row(x, self.unflushed.pop(x))
+    def _flush_rows(self, nodes: Columns) -> None:
+        """Fold the changes waiting, if any is for one of `nodes`, before a question about them.
 
-    def _flush_eligible(self, elig: Eligible) -> None:
-        """Fold the recorded changes before a question about `elig`.
-
-        Every change is folded exactly once whichever question comes first, so folding all of
-        them costs no more than folding the eligible rows, and spares scanning for those rows.
+        All are folded then, not only those of `nodes`: a row's matrix is the same whenever its
+        changes are folded, and a change is folded on all its nodes about as fast as on a few.
         """
         self._build()
-        if not self.unflushed:
-            return
-        rows = np.fromiter(self.unflushed, dtype=np.int64, count=len(self.unflushed))
-        if len(rows) <= ROW_FLUSH_LIMIT:
-            self._flush_rows(rows)
-        else:
-            self._rebuild(np.sort(rows))
+        if self.batches and self.dirty[nodes].any():
+            self._fold_waiting()
 
     def _flush_all(self) -> None:
         self._build()
-        if self.unflushed:
-            self._rebuild(np.asarray(sorted(self.unflushed), dtype=np.int64))
+        if self.batches:
+            self._fold_waiting()
 
-    def _rebuild(self, rows: np.ndarray) -> None:
-        """Fold every recorded change of `rows` into the matrix at once."""
+    def _fold_waiting(self) -> None:
+        batches, self.batches = self.batches, []
+        for nodes, _ in batches:
+            self.dirty[nodes] = False
+        if len(batches) >= REBUILD_FROM:
+            self._rebuild(batches)
+        elif not FOLD_BY_BATCH:
+            self._fold_rows(batches)
+        else:
+            for nodes, change in batches:
+                self._fold(nodes, change)
+
+    def _rebuild(self, batches: list[tuple[np.ndarray, Batch]]) -> None:
+        """Fold every change of `batches` into the matrix at once, on the rows they touch."""
+        rows = np.unique(np.concatenate([nodes for nodes, _ in batches]))
         sub_times = self.times[:, rows]
         sub_cum = self.cum[:, :, rows]
         cols, xs = np.nonzero(np.isfinite(sub_times[1:]))
@@ -340,7 +311,7 @@ class Profile:
         ev_x, ev_t = [xs], [sub_times[cols, xs]]
         ev_d = [sub_cum[:, cols, xs] - sub_cum[:, cols - 1, xs]]
         base = sub_cum[:, 0, :].copy()
-        add_x, add_t, add_d = self._change_steps(rows.tolist(), range(len(rows)), base)
+        add_x, add_t, add_d = _steps(batches, base, self.now, rows)
         ev_x.append(add_x)
         ev_t.append(add_t)
         ev_d.append(add_d)
@@ -355,33 +326,47 @@ class Profile:
         self.cum[:, k:, rows] = cum[:, -1:, :]
         self.width = max(self.width, k)
 
-    def _change_steps(self, rows: list[int], at: Sequence[int], base: np.ndarray) -> Releases:
-        """Take the recorded changes of `rows` as steps at index `at` of each: those in force now
-        lower `base` (3, *) in place; each other one is a step down at t0, and each a step back up
-        at t1."""
-        held_i: list[int] = []
-        held_d: list[Triple] = []
-        add_i: list[int] = []
-        add_t: list[float] = []
-        add_d: list[Triple] = []
-        for i, x in zip(at, rows, strict=True):
-            for t0, t1, d in self.unflushed.pop(x):
-                if t0 <= self.now:
-                    held_i.append(i)
-                    held_d.append(d)
-                else:
-                    add_i.append(i)
-                    add_t.append(t0)
-                    add_d.append((-d[0], -d[1], -d[2]))
-                add_i.append(i)
-                add_t.append(t1)
-                add_d.append(d)
-        if held_i:
-            idx, amounts = np.asarray(held_i), np.asarray(held_d, dtype=np.int64)
-            for r in range(3):
-                np.subtract.at(base[r], idx, amounts[:, r])
-        return (np.asarray(add_i, dtype=np.int64), np.asarray(add_t, dtype=float),
-                np.asarray(add_d, dtype=np.int64).reshape(-1, 3).T)
+    def _fold(self, nodes: np.ndarray, change: Batch) -> None:
+        """Take a change's d from each of `nodes` over its [t0, t1), in a few numpy steps on all
+        of them: the instants and amounts `_fold_row` gives node by node."""
+        t0, t1, d = change
+        if _repeats(nodes):  # a node named twice takes the change twice: once each time
+            _, first = np.unique(nodes, return_index=True)
+            again = np.ones(len(nodes), dtype=bool)
+            again[first] = False
+            self._fold(nodes[first], (t0, t1, _part(d, first)))
+            self._fold(nodes[again], (t0, t1, _part(d, again)))
+            return
+        w = self.width
+        while w + 2 > self.times.shape[0]:  # room for two new instants on every node
+            self._grow()
+        new = [t for t in (t0, t1) if t > self.now]
+        # flat indices into the matrices of each node's first w + 2 instants: `take` and a flat
+        # store move these scattered values several times faster than [rows, nodes] indexing
+        n = self.times.shape[1]
+        at = np.arange(w + 2)[:, None] * n + nodes
+        times, src = _with_instants(self.times.take(at), at, n, new if len(new) < 2 or t0 < t1 else new[:1])
+        cum = self.cum.reshape(3, -1).take(src, axis=1)  # (the matrices are C-contiguous)
+        inside = times < t1
+        if t0 > self.now:
+            inside &= times >= t0
+        amount = d[:, None, :] if isinstance(d, np.ndarray) else np.array(d, dtype=np.int64)[:, None, None]
+        np.subtract(cum, amount, out=cum, where=inside)
+        self.times.put(at, times)
+        self.cum.reshape(3, -1)[:, at] = cum
+        if times[w - 1 :].min() < INF:  # an instant was added where a node used its last row
+            used = int(np.isfinite(times[w - 1 :]).any(axis=1).sum()) + w - 1
+            self.width = min(used + 1, self.times.shape[0])
+
+    def _fold_rows(self, batches: list[tuple[np.ndarray, Batch]]) -> None:
+        """Fold the changes of `batches` node by node (`_fold_row`)."""
+        rows: dict[int, list[Change]] = {}
+        for nodes, (t0, t1, d) in batches:
+            for i, x in enumerate(nodes.tolist()):
+                c, m, g = d[:, i].tolist() if isinstance(d, np.ndarray) else d
+                rows.setdefault(x, []).append((t0, t1, (c, m, g)))
+        for x, changes in rows.items():
+            self._fold_row(x, changes)
 
     def _fold_row(self, x: int, changes: list[Change]) -> None:
         """Take each change's d from node x over its [t0, t1), adding the instants it needs."""
@@ -434,6 +419,78 @@ def _instant(times: list[float], cum: list[list[int]], t: float) -> int:
         for amounts in cum:
             amounts.insert(k, amounts[k - 1])
     return k
+
+
+def _part(d: Demand, which: np.ndarray) -> Demand:
+    """The demand of some of a change's nodes: a triple stays, per-node columns are taken."""
+    return d[:, which] if isinstance(d, np.ndarray) else d
+
+
+def _repeats(nodes: np.ndarray) -> bool:
+    """Whether a node index appears twice (node lists are mostly sorted: checked that first)."""
+    if len(nodes) < 2 or (nodes[1:] > nodes[:-1]).all():
+        return False
+    return len(np.unique(nodes)) < len(nodes)
+
+
+def _with_instants(times: np.ndarray, at: np.ndarray, n: int,
+                   new: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Some nodes' first rows of instants, `times` (r, k), taken from the flat places `at` of a
+    matrix n wide, with each instant of `new` (ascending, distinct) added to the nodes that lack
+    it, as `_instant` does row by row; and for each new place, the flat place whose amounts it
+    carries (an added instant carries those of the instant before). The last two rows must be
+    padding: they take the shift."""
+    cols = np.arange(times.shape[1])
+    rows = np.arange(times.shape[0])[:, None]
+    shift = 0  # per new row, how many rows down it moved
+    spots = []
+    added = 0  # per node, instants of `new` added before this one
+    for t in new:
+        pos = (times < t).sum(axis=0)  # where t is, or goes
+        missing = times[pos, cols] != t
+        if missing.any():
+            pos += added
+            shift = shift + ((rows >= pos) & missing)
+            spots.append((pos[missing], cols[missing], t))
+            added = added + missing
+    if not spots:
+        return times, at
+    src = at - shift * n
+    times = times.take((rows - shift) * len(cols) + cols)
+    for pos, where, t in spots:
+        times[pos, where] = t
+    return times, src
+
+
+def _steps(batches: list[tuple[np.ndarray, Batch]], base: np.ndarray, now: float,
+           rows: np.ndarray | None = None) -> Releases:
+    """The changes of `batches` as (node, time, amount) steps; those in force now lower `base`
+    (3, N) instead. With `rows` (sorted), a node is named by its place there (base is (3, len(rows)))."""
+    xs: list[np.ndarray] = []
+    ts: list[np.ndarray] = []
+    amounts: list[np.ndarray] = []
+    for nodes, (t0, t1, d) in batches:
+        if t1 <= now:  # over by now: it takes nothing (as `_fold_row` leaves it)
+            continue
+        at, k = (nodes if rows is None else np.searchsorted(rows, nodes)), len(nodes)
+        if isinstance(d, np.ndarray):  # one amount per node
+            each = d.astype(np.int64, copy=False)
+        else:
+            each = np.broadcast_to(np.array(d, dtype=np.int64)[:, None], (3, k))
+        if t0 <= now:
+            for r in range(3):  # a node may repeat across batches, or in a promise's list
+                np.subtract.at(base[r], at, each[r])
+        else:
+            xs.append(at)
+            ts.append(np.full(k, t0))
+            amounts.append(-each)
+        xs.append(at)
+        ts.append(np.full(k, t1))
+        amounts.append(each)
+    if not xs:
+        return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((3, 0), dtype=np.int64)
+    return (np.concatenate(xs).astype(np.int64, copy=False), np.concatenate(ts),
+            np.concatenate(amounts, axis=1))
 
 
 def _step_matrix(base: np.ndarray, events: Releases, now: float,

@@ -85,12 +85,20 @@ def naive_free(free, releases, changes, x, t):  # noqa: ANN001, ANN201
     changes=st.lists(st.tuples(st.booleans(), st.integers(0, 4), triples, st.integers(0, 12),
                                st.integers(1, 12)), max_size=10),
     many=st.booleans(),
+    built=st.booleans(),
 )
-def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  # noqa: ANN001
-    """Starts and bookings, folded row by row or in one rebuild, give the free amounts a naive sum gives."""
+def test_profile_equals_a_sum_from_scratch(free, rel, changes, many, built) -> None:  # noqa: ANN001
+    """Starts and bookings, taken by the build, or made after it and folded one change at a time
+    or in one rebuild, give the free amounts a naive sum gives."""
+    from unittest import mock
+
+    from app.sched import timeline
+
     n = len(free)
     releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
     p = profile(free, releases)
+    if built:
+        p._flush_all()
     applied = []
     for is_start, x, d, a, length in changes:
         if is_start:
@@ -99,10 +107,8 @@ def test_profile_equals_a_sum_from_scratch(free, rel, changes, many) -> None:  #
         else:
             p.book(x % n, NOW + 60 * a, NOW + 60 * (a + length), d)
             applied.append((x % n, NOW + 60 * a, NOW + 60 * (a + length), d))
-    if many:
-        p._flush_all()  # one vectorized rebuild
-    else:
-        p._flush_rows(np.arange(n))  # row by row
+    with mock.patch.object(timeline, "REBUILD_FROM", 1 if many else 1 << 30):
+        p._flush_rows(np.arange(n))
     for x in range(n):
         for t in [NOW + 60 * k for k in range(0, 27)]:
             assert p.free_at(x, t) == naive_free(free, releases, applied, x, t)
@@ -125,3 +131,59 @@ def test_vector_release_times_match_the_scalar_rule(ends, now, grain) -> None:  
 
     got = release_times(np.array(ends, dtype=np.float64), now, grain).tolist()
     assert got == [release_time(e, now, grain) for e in ends]
+
+
+def rows_of(p: Profile) -> list[tuple[list[float], list[list[int]]]]:
+    """Each node's instants and its amounts there, as lists (padding and width left out)."""
+    p._flush_all()
+    out = []
+    for x in range(p.times.shape[1]):
+        k = int(np.isfinite(p.times[:, x]).sum())
+        out.append((p.times[:k, x].tolist(), p.cum[:, :k, x].tolist()))
+    return out
+
+
+changes_on_many = st.lists(
+    st.tuples(st.sampled_from(["start", "book", "give back", "whole"]),
+              st.lists(st.integers(0, 5), min_size=1, max_size=6),  # repeats allowed
+              triples, st.integers(-2, 12), st.integers(0, 12), st.booleans()),
+    max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(free=st.lists(triples, min_size=1, max_size=6),
+       rel=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 20), triples), max_size=10),
+       changes=changes_on_many, rebuild_from=st.sampled_from([1, 3, 1 << 30]))
+def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
+        free, rel, changes, rebuild_from) -> None:  # noqa: ANN001
+    """`_fold` (a change on all its nodes in a few numpy steps), or a rebuild when many changes
+    wait, leaves every node with the instants and amounts `_fold_row` gives one node at a time,
+    whatever the mix of starts, bookings on repeated nodes, given-back bookings (negative),
+    per-node demands, intervals in force now or empty, and questions asked in between."""
+    from unittest import mock
+
+    from app.sched import timeline
+
+    n = len(free)
+    releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
+    got = {}
+    for fast in (False, True):
+        with mock.patch.object(timeline, "FOLD_BY_BATCH", fast), \
+                mock.patch.object(timeline, "REBUILD_FROM", rebuild_from if fast else 1 << 30):
+            p = profile(free, releases)
+            p._flush_all()  # built: later changes are folded, not taken by the build
+            for kind, xs, d, a, length, ask in changes:
+                nodes = np.array([x % n for x in xs], dtype=np.int64)
+                t0, t1 = NOW + 60 * max(a, 0), NOW + 60 * (max(a, 0) + length)
+                if kind == "start":
+                    p.start(np.unique(nodes), d, NOW + 60 * (length + 1))
+                elif kind == "book":
+                    p.book_many(nodes, t0, t1, d)
+                elif kind == "give back":
+                    p.book_many(nodes, t0, t1, (-d[0], -d[1], -d[2]))
+                else:  # one amount per node
+                    p.book_many(nodes, t0, t1, np.array([d] * len(nodes), dtype=np.int64).T)
+                if ask:
+                    p.earliest_of(nodes[:1], (1, 0, 0), 60.0)
+            got[fast] = rows_of(p)
+    assert got[True] == got[False]
