@@ -44,29 +44,39 @@ EMPTY = np.array([0.0, np.inf, np.inf, np.inf, -np.inf])[:, None, None]  # an em
 
 
 class ReadyPool:
-    """The ready tasks' MDL matrix, packed: position p holds one ready task, arrays are (G, positions),
-    and a task leaving is replaced by the last one, so every operation spans the ready set only.
+    """The ready tasks' MDL matrix, packed: position p holds one ready task, arrays are (G, positions).
+    A task leaving leaves a hole (its column set to EMPTY, which no pass can choose or rescore) that the
+    next task added fills; moving the last task into it instead would copy a strided column and
+    touch a second block. Holes are squeezed out (`compact`) once they outnumber the tasks, so
+    passes over the positions stay within twice the ready set.
 
     Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL
-    and the lowest task index reaching it (only while more than 4 blocks' worth of tasks are ready:
-    below that, scanning the matrix itself is cheaper). Placing a task touches one block of every group (the
-    task leaves) and one row (t_a of its group grew); the next pair is the best of the G × blocks
-    table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000 independent
-    tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    and the lowest task index reaching it (only while more than 4 blocks' worth of positions are in
+    use: below that, scanning the matrix itself is cheaper). Placing a task touches one block of every
+    group (the task leaves) and one row (t_a of its group grew); the next pair is the best of the
+    G × blocks table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000
+    independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    Positions carry no meaning: ties go by task index, so holes change no choice.
     """
 
     def __init__(self, n_groups: int) -> None:
         self.g = n_groups
         # base, t_d(v, R), C(v, R), EST(v, R) and MDL as views of one (5, G, positions) array, so that
-        # moving or clearing a position is one operation, not five
+        # clearing a position is one operation, not five
         self.rows = np.broadcast_to(EMPTY, (5, n_groups, BLOCK)).copy()
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
         self.bmax = np.full((n_groups, 1), -np.inf)
         self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
         self.position: dict[int, int] = {}
-        self.hi = 0  # positions in use are below hi
-        self.blocked = False  # the block table is kept only while many tasks are ready
+        self.hi = 0  # positions in use (tasks or holes) are below hi
+        self.holes: list[int] = []  # empty positions below hi
+        self.blocked = False  # the block table is kept only while many positions are in use
+
+    @property
+    def count(self) -> int:
+        """Ready tasks in the pool."""
+        return self.hi - len(self.holes)
 
     @property
     def blocks(self) -> int:
@@ -102,7 +112,7 @@ class ReadyPool:
             self._raise(p)
 
     def _take(self, v: int) -> int:
-        p = self._grow()
+        p = self.holes.pop() if self.holes else self._grow()
         self.position[v] = p
         return p
 
@@ -150,7 +160,7 @@ class ReadyPool:
         return self.position[v], r
 
     def _top_small(self) -> tuple[int, int]:
-        if self.hi == 1:  # one ready task (a chain): its best group, the lowest of equals
+        if self.hi == 1:  # one position (a chain): its best group, the lowest of equals
             r = int(self.mdl[:, 0].argmax())
             return (0, r) if self.mdl[r, 0] > -np.inf else (-1, -1)
         sub = self.mdl[:, :self.hi]
@@ -163,26 +173,38 @@ class ReadyPool:
         return self.position[v], r
 
     def remove(self, p: int) -> None:
-        """The task at p leaves; the last position moves into p, so positions stay dense."""
-        v, last = int(self.task[p]), self.hi - 1
+        """The task at p leaves a hole."""
+        v = int(self.task[p])
         del self.position[v]
-        moved = int(self.task[last])
-        if p != last:
-            self.position[moved] = p
-            self.rows[:, :, p] = self.rows[:, :, last]
-            self.task[p] = moved
-        self.task[last] = NO_TASK
-        self.rows[1:, :, last] = EMPTY[1:, :, 0]
-        self.hi = last
-        if self.blocked and last <= 2 * BLOCK:
+        self.task[p] = NO_TASK
+        self.rows[:, :, p] = EMPTY[:, :, 0]
+        self.holes.append(p)
+        if self.blocked and self.count <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
-        if not self.blocked:
+            self.compact()
             return
-        bp, bl = p // BLOCK, last // BLOCK
-        self._forget(bp, v)
-        if bl != bp:
-            self._forget(bl, moved)
-            self._raise(p)
+        if len(self.holes) > max(self.count, BLOCK):
+            self.compact()
+            return
+        if self.blocked:
+            self._forget(p // BLOCK, v)
+
+    def compact(self) -> None:
+        """Move the tasks to the first `count` positions (in position order) and drop the holes."""
+        if not self.holes:
+            return
+        keep = np.flatnonzero(self.task[:self.hi] != NO_TASK)
+        k, hi = keep.size, self.hi
+        self.rows[:, :, :k] = self.rows[:, :, keep]
+        self.rows[:, :, k:hi] = EMPTY
+        self.task[:k] = self.task[keep]
+        self.task[k:hi] = NO_TASK
+        self.position = dict(zip(self.task[:k].tolist(), range(k), strict=True))
+        self.hi, self.holes = k, []
+        if self.blocked:
+            nb = -(-hi // BLOCK)
+            self.bmax[:, :nb], self.btask[:, :nb] = -np.inf, NO_TASK
+            self._blocks(np.arange(self.blocks))
 
     def _forget(self, b: int, v: int) -> None:
         """Task v left block b: recompute the groups whose block best it was."""
@@ -249,8 +271,8 @@ class MdlPlanner:
         unplaced = sum(pl is None for pl in state.placements)
         wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
-            if unplaced == pool.hi >= WAVE_MIN and not explain:  # every task left is ready
-                td, dur = pool.td[:, :unplaced], pool.dur[:, :unplaced]
+            if unplaced == pool.count >= WAVE_MIN and not explain:  # every task left is ready
+                td, dur = pool.td[:, :pool.hi], pool.dur[:, :pool.hi]  # holes: C = inf, no task
                 if wave_bounds is None or unplaced <= fresh - max(BLOCK, fresh // 8):
                     # now and then (the bounds loosen as tasks leave), every gap against every task
                     wave_bounds, fresh = bounds(td, dur), unplaced
@@ -278,6 +300,7 @@ class MdlPlanner:
 
 def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
     """Every task left is ready and every group settled (wave.py): place them all."""
+    pool.compact()  # the wave takes positions 0..m-1 as its tasks
     m = pool.hi
     wave = LastWave(pool.task[:m].copy(), pool.base[:, :m].copy(), slots)
     td, dur = pool.td[:, :m].copy(), pool.dur[:, :m].copy()
