@@ -201,9 +201,9 @@ class ReadyPool:
         self.task[k:hi] = NO_TASK
         self.position = dict(zip(self.task[:k].tolist(), range(k), strict=True))
         self.hi, self.holes = k, []
+        nb = -(-hi // BLOCK)  # emptied blocks keep no best (a later _raise would lose to it)
+        self.bmax[:, :nb], self.btask[:, :nb] = -np.inf, NO_TASK
         if self.blocked:
-            nb = -(-hi // BLOCK)
-            self.bmax[:, :nb], self.btask[:, :nb] = -np.inf, NO_TASK
             self._blocks(np.arange(self.blocks))
 
     def _forget(self, b: int, v: int) -> None:
