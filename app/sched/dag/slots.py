@@ -36,9 +36,12 @@ class GroupSlots:
 
     def start(self, r: int, ready: float, duration: float) -> float:
         lanes = self.lanes[r]
-        if len(lanes) == 1:
-            return lanes[0].earliest(ready, duration)
-        return min(lane.earliest(ready, duration) for lane in lanes)
+        s = lanes[0].earliest(ready, duration)
+        for lane in lanes[1:]:  # a loop, not min() over a generator: this runs per (task, group)
+            t = lane.earliest(ready, duration)
+            if t < s:
+                s = t
+        return s
 
     def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
@@ -46,7 +49,8 @@ class GroupSlots:
         rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
         if rows.size:
             pairs = zip(cols.tolist(), ready[rows, cols].tolist(), duration[rows, cols].tolist(), strict=True)
-            s[rows, cols] = [self.start(r, t, d) for r, t, d in pairs]
+            start = self.start
+            s[rows, cols] = [start(r, t, d) for r, t, d in pairs]
         return s
 
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
