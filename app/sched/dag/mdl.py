@@ -150,12 +150,16 @@ class ReadyPool:
         if not self.blocked:
             return self._top_small()
         nb = self.blocks
-        bmax = self.bmax[:, :nb]
-        if not nb or (m := bmax.max()) == -np.inf:
+        if not nb:
             return -1, -1
-        rows, blocks = np.nonzero(bmax == m)  # almost always one (group, block): no table-wide pass
-        if rows.size == 1:
-            return self.position[int(self.btask[rows[0], blocks[0]])], int(rows[0])
+        bmax = self.bmax[:, :nb]
+        r, b = divmod(int(bmax.argmax()), nb)
+        m = bmax[r, b]
+        if m == -np.inf:
+            return -1, -1
+        if np.count_nonzero(bmax == m) == 1:  # almost always: a 2-D nonzero costs several times more
+            return self.position[int(self.btask[r, b])], r
+        rows, blocks = np.nonzero(bmax == m)
         v, r = min(zip(self.btask[rows, blocks].tolist(), rows.tolist(), strict=True))
         return self.position[v], r
 
