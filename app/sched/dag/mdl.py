@@ -139,10 +139,10 @@ class ReadyPool:
         """Recompute the best of these blocks for every group."""
         cols = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
         seg = self.mdl[:, cols].reshape(self.g, blocks.size, BLOCK)
-        best = seg.max(axis=2)
+        best = np.maximum.reduce(seg, axis=2)
         tasks = self.task[cols].reshape(blocks.size, BLOCK)
         self.bmax[:, blocks] = best
-        self.btask[:, blocks] = np.where(seg == best[:, :, None], tasks, NO_TASK).min(axis=2)
+        self.btask[:, blocks] = _lowest_reaching(seg, best, tasks)
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then the lower group.
@@ -197,7 +197,7 @@ class ReadyPool:
         """Move the tasks to the first `count` positions (in position order) and drop the holes."""
         if not self.holes:
             return
-        keep = np.flatnonzero(self.task[:self.hi] != NO_TASK)
+        keep = (self.task[:self.hi] != NO_TASK).nonzero()[0]
         k, hi = keep.size, self.hi
         self.rows[:, :, :k] = self.rows[:, :, keep]
         self.rows[:, :, k:hi] = EMPTY
@@ -216,12 +216,12 @@ class ReadyPool:
         if hi <= lo:
             self.bmax[:, b], self.btask[:, b] = -np.inf, NO_TASK
             return
-        rows = np.flatnonzero(self.btask[:, b] == v)
+        rows = (self.btask[:, b] == v).nonzero()[0]
         if rows.size:
             seg = self.mdl[rows, lo:hi]
-            best = seg.max(axis=1)
+            best = np.maximum.reduce(seg, axis=1)
             self.bmax[rows, b] = best
-            self.btask[rows, b] = np.where(seg == best[:, None], self.task[lo:hi], NO_TASK).min(axis=1)
+            self.btask[rows, b] = _lowest_reaching(seg, best, self.task[lo:hi])
 
     def _raise(self, p: int) -> None:
         """A column arrived at p: it can only raise its block's best."""
@@ -244,7 +244,7 @@ class ReadyPool:
         if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
             np.maximum(self.td[r, :n], slots.free[r], out=est)
         else:
-            hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
+            hit = ((est < finish) & (est + dur >= start) & (dur < np.inf)).nonzero()[0]
             if not hit.size:
                 return
             est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
@@ -253,10 +253,16 @@ class ReadyPool:
         if not self.blocked:
             return
         seg = row.reshape(-1, BLOCK)
-        best = seg.max(axis=1)
+        best = np.maximum.reduce(seg, axis=1)
         self.bmax[r, :seg.shape[0]] = best
         tasks = self.task[:n].reshape(-1, BLOCK)
-        self.btask[r, :seg.shape[0]] = np.where(seg == best[:, None], tasks, NO_TASK).min(axis=1)
+        self.btask[r, :seg.shape[0]] = _lowest_reaching(seg, best, tasks)
+
+
+def _lowest_reaching(seg: np.ndarray, best: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+    """Along the last axis of `seg`, the lowest task scoring `best` (the ufunc reductions, not the
+    array methods: a method call adds a Python wrapper, and these run several times a step)."""
+    return np.minimum.reduce(np.where(seg == best[..., None], tasks, NO_TASK), axis=-1)
 
 
 WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)

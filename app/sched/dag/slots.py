@@ -56,7 +56,7 @@ class GroupSlots:
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """Earliest starts on group r of tasks given by vectors of ready times and durations."""
         s = np.maximum(ready, self.free[r])
-        idx = np.flatnonzero((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r]))
+        idx = ((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r])).nonzero()[0]
         if not idx.size:
             return s
         td, d = ready[idx], duration[idx]
@@ -68,7 +68,7 @@ class GroupSlots:
         a, b = a[keep], b[keep]
         t = np.maximum(td[:, None], a)  # tasks × gaps
         fits = (t + d[:, None] <= b) & (td[:, None] < b)
-        s[idx] = np.minimum(s[idx], np.where(fits, t, np.inf).min(axis=1, initial=np.inf))
+        s[idx] = np.minimum(s[idx], np.minimum.reduce(np.where(fits, t, np.inf), axis=1, initial=np.inf))
         return s
 
     def start_after(self, r: int, start: float, finish: float, booked: tuple[float, float],
@@ -89,7 +89,7 @@ class GroupSlots:
         if start > tail:
             t = np.maximum(ready, tail)
             np.minimum(out, np.where((t + duration <= start) & (ready < start), t, np.inf), out=out)
-        rest = np.flatnonzero((est < gap_end) | (duration <= 0))
+        rest = ((est < gap_end) | (duration <= 0)).nonzero()[0]
         if rest.size:
             out[rest] = self.start_row(r, ready[rest], duration[rest])
         return out
