@@ -40,12 +40,17 @@ def base_matrix(c: Compiled) -> np.ndarray:
 
 BLOCK = 64  # positions per block of the pool
 NO_TASK = np.iinfo(np.int64).max
-EMPTY = np.array([0.0, np.inf, np.inf, np.inf, -np.inf])[:, None, None]  # an empty position's column
+# An empty position's column (base, t_d, C, EST, MDL). Base −inf and MDL −inf: no pass chooses it,
+# and recomputing MDL as base − EST keeps it −inf; C inf: no refresh takes it for a task that could
+# start there. So clearing a position needs only those three rows (CLEARED), the strided ones of a
+# (5, G, positions) array; t_d and EST may keep the old task's values.
+EMPTY = np.array([-np.inf, np.inf, np.inf, np.inf, -np.inf])[:, None, None]
+CLEARED = slice(0, 5, 2)  # base, C, MDL
 
 
 class ReadyPool:
     """The ready tasks' MDL matrix, packed: position p holds one ready task, arrays are (G, positions).
-    A task leaving leaves a hole (its column set to EMPTY, which no pass can choose or rescore) that the
+    A task leaving leaves a hole (its column cleared, see EMPTY: no pass chooses or rescores it) that the
     next task added fills; moving the last task into it instead would copy a strided column and
     touch a second block. Holes are squeezed out (`compact`) once they outnumber the tasks, so
     passes over the positions stay within twice the ready set.
@@ -181,7 +186,7 @@ class ReadyPool:
         v = int(self.task[p])
         del self.position[v]
         self.task[p] = NO_TASK
-        self.rows[:, :, p] = EMPTY[:, :, 0]
+        self.rows[CLEARED, :, p] = EMPTY[CLEARED, :, 0]
         self.holes.append(p)
         if self.blocked and self.count <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
