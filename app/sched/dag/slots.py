@@ -60,12 +60,11 @@ class GroupSlots:
         if not idx.size:
             return s
         td, d = ready[idx], duration[idx]
-        low, short = float(td.min()), float(d.min())
+        low = float(np.minimum.reduce(td))
         a, b = _gaps_after(self.lanes[r], low)
         if not a.size:
             return s
-        keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
-        a, b = a[keep], b[keep]
+        # no filter by gap length first: the fit test below is exact, and filtering costs more here
         t = np.maximum(td[:, None], a)  # tasks × gaps
         fits = (t + d[:, None] <= b) & (td[:, None] < b)
         s[idx] = np.minimum(s[idx], np.minimum.reduce(np.where(fits, t, np.inf), axis=1, initial=np.inf))
