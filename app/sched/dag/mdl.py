@@ -92,11 +92,17 @@ class ReadyPool:
         """Tasks made ready, with their rows of `base`, t_d, C and EST (len(tasks) × G)."""
         if not tasks:
             return
-        if len(tasks) == 1 and not self.blocked and self.hi < 4 * BLOCK:  # the common case, cheaply
-            p = self._take(tasks[0])
-            self.task[p], self.base[:, p], self.td[:, p] = tasks[0], base[0], td[0]
-            self.dur[:, p], self.est[:, p] = dur[0], est[0]
-            self.mdl[:, p] = base[0] - est[0]
+        if len(tasks) <= 4:  # the common case: column by column, plain indexing
+            for i, v in enumerate(tasks):
+                p = self._take(v)
+                self.task[p], self.base[:, p], self.td[:, p] = v, base[i], td[i]
+                self.dur[:, p], self.est[:, p] = dur[i], est[i]
+                self.mdl[:, p] = base[i] - est[i]
+                if self.blocked:
+                    self._raise(p)
+            if not self.blocked and self.hi > 4 * BLOCK:
+                self.blocked = True
+                self._blocks(np.arange(self.blocks))
             return
         self.reserve(len(tasks))
         cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
@@ -110,11 +116,7 @@ class ReadyPool:
             return
         if not self.blocked:
             return
-        if cols.size > 4:
-            self._blocks(np.unique(cols // BLOCK))
-            return
-        for p in cols.tolist():
-            self._raise(p)
+        self._blocks(np.unique(cols // BLOCK))
 
     def _take(self, v: int) -> int:
         p = self.holes.pop() if self.holes else self._grow()
