@@ -30,6 +30,10 @@ class GroupSlots:
     def refresh(self, r: int) -> None:
         """Group r's slots changed."""
         lanes = self.lanes[r]
+        if len(lanes) == 1:  # most groups, once a step: no generators
+            lane = lanes[0]
+            self.free[r], self.gap[r], self.gap_end[r] = lane.tail, lane.max_gap, lane.last_gap_end
+            return
         self.free[r] = min(lane.tail for lane in lanes)
         self.gap[r] = max(lane.max_gap for lane in lanes)
         self.gap_end[r] = max(lane.last_gap_end for lane in lanes)
@@ -96,6 +100,8 @@ class GroupSlots:
     def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
         """(slot, start) on group r: the earliest start; among equals a slot where the task fills an
         idle gap, else the one that became free last (best fit); lowest index on ties."""
+        if len(self.lanes[r]) == 1:
+            return 0, self.lanes[r][0].earliest(ready, duration)
         starts = [lane.earliest(ready, duration) for lane in self.lanes[r]]
         s = min(starts)
         fits = [k for k, t in enumerate(starts) if t == s]
