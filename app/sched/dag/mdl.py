@@ -267,8 +267,7 @@ class ReadyPool:
             if not hit.size:
                 return
             est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
-        row = self.base[r, :n] - est
-        self.mdl[r, :n] = row
+        row = np.subtract(self.base[r, :n], est, out=self.mdl[r, :n])
         if not self.blocked:
             return
         seg = row.reshape(-1, BLOCK)
