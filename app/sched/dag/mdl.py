@@ -40,33 +40,48 @@ def base_matrix(c: Compiled) -> np.ndarray:
 
 BLOCK = 64  # positions per block of the pool
 NO_TASK = np.iinfo(np.int64).max
-EMPTY = np.array([0.0, np.inf, np.inf, np.inf, -np.inf])[:, None, None]  # an empty position's column
+# An empty position's column (base, t_d, C, EST, MDL). Base −inf and MDL −inf: no pass chooses it,
+# and recomputing MDL as base − EST keeps it −inf; C inf: no refresh takes it for a task that could
+# start there. So clearing a position needs only those three rows (CLEARED), the strided ones of a
+# (5, G, positions) array; t_d and EST may keep the old task's values.
+EMPTY = np.array([-np.inf, np.inf, np.inf, np.inf, -np.inf])[:, None, None]
+CLEARED = slice(0, 5, 2)  # base, C, MDL
 
 
 class ReadyPool:
-    """The ready tasks' MDL matrix, packed: position p holds one ready task, arrays are (G, positions),
-    and a task leaving is replaced by the last one, so every operation spans the ready set only.
+    """The ready tasks' MDL matrix, packed: position p holds one ready task, arrays are (G, positions).
+    A task leaving leaves a hole (its column cleared, see EMPTY: no pass chooses or rescores it) that the
+    next task added fills; moving the last task into it instead would copy a strided column and
+    touch a second block. Holes are squeezed out (`compact`) once they outnumber the tasks, so
+    passes over the positions stay within twice the ready set.
 
     Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL
-    and the lowest task index reaching it (only while more than 4 blocks' worth of tasks are ready:
-    below that, scanning the matrix itself is cheaper). Placing a task touches one block of every group (the
-    task leaves) and one row (t_a of its group grew); the next pair is the best of the G × blocks
-    table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000 independent
-    tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    and the lowest task index reaching it (only while more than 4 blocks' worth of positions are in
+    use: below that, scanning the matrix itself is cheaper). Placing a task touches one block of every
+    group (the task leaves) and one row (t_a of its group grew); the next pair is the best of the
+    G × blocks table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000
+    independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    Positions carry no meaning: ties go by task index, so holes change no choice.
     """
 
     def __init__(self, n_groups: int) -> None:
         self.g = n_groups
         # base, t_d(v, R), C(v, R), EST(v, R) and MDL as views of one (5, G, positions) array, so that
-        # moving or clearing a position is one operation, not five
+        # clearing a position is one operation, not five
         self.rows = np.broadcast_to(EMPTY, (5, n_groups, BLOCK)).copy()
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
         self.bmax = np.full((n_groups, 1), -np.inf)
         self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
         self.position: dict[int, int] = {}
-        self.hi = 0  # positions in use are below hi
-        self.blocked = False  # the block table is kept only while many tasks are ready
+        self.hi = 0  # positions in use (tasks or holes) are below hi
+        self.holes: list[int] = []  # empty positions below hi
+        self.blocked = False  # the block table is kept only while many positions are in use
+
+    @property
+    def count(self) -> int:
+        """Ready tasks in the pool."""
+        return self.hi - len(self.holes)
 
     @property
     def blocks(self) -> int:
@@ -77,32 +92,46 @@ class ReadyPool:
         """Tasks made ready, with their rows of `base`, t_d, C and EST (len(tasks) × G)."""
         if not tasks:
             return
-        if len(tasks) == 1 and not self.blocked and self.hi < 4 * BLOCK:  # the common case, cheaply
-            p = self._take(tasks[0])
-            self.task[p], self.base[:, p], self.td[:, p] = tasks[0], base[0], td[0]
-            self.dur[:, p], self.est[:, p] = dur[0], est[0]
-            self.mdl[:, p] = base[0] - est[0]
+        if len(tasks) <= 4:  # the common case: column by column, plain indexing
+            for i, v in enumerate(tasks):
+                p = self._take(v)
+                self.task[p], self.base[:, p], self.td[:, p] = v, base[i], td[i]
+                self.dur[:, p], self.est[:, p] = dur[i], est[i]
+                self.mdl[:, p] = base[i] - est[i]
+                if self.blocked:
+                    self._raise(p)
+            if not self.blocked and self.hi > 4 * BLOCK:
+                self.blocked = True
+                self._blocks(np.arange(self.blocks))
             return
         self.reserve(len(tasks))
-        cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
+        cols, blocks = self._take_many(tasks)
         self.task[cols] = tasks
         self.base[:, cols], self.td[:, cols] = base.T, td.T
         self.dur[:, cols], self.est[:, cols] = dur.T, est.T
-        self.mdl[:, cols] = self.base[:, cols] - self.est[:, cols]
+        self.mdl[:, cols] = (base - est).T
         if not self.blocked and self.hi > 4 * BLOCK:
             self.blocked = True
             self._blocks(np.arange(self.blocks))
             return
         if not self.blocked:
             return
-        if cols.size > 4:
-            self._blocks(np.unique(cols // BLOCK))
-            return
-        for p in cols.tolist():
-            self._raise(p)
+        self._blocks(blocks)
+
+    def _take_many(self, tasks: list[int]) -> tuple[slice | np.ndarray, np.ndarray]:
+        """Positions for these tasks and the blocks they fall in. Without holes they are the next
+        positions at the end, as a slice: plain slice writes of the rows, not fancy-indexed
+        scatters (a 20,000-leaf fan-out adds every leaf at once)."""
+        if self.holes:
+            cols = np.array([self._take(v) for v in tasks], dtype=np.int64)
+            return cols, np.unique(cols // BLOCK)
+        lo, k = self.hi, len(tasks)
+        self.hi += k
+        self.position.update(zip(tasks, range(lo, lo + k), strict=True))
+        return slice(lo, lo + k), np.arange(lo // BLOCK, (lo + k - 1) // BLOCK + 1)
 
     def _take(self, v: int) -> int:
-        p = self._grow()
+        p = self.holes.pop() if self.holes else self._grow()
         self.position[v] = p
         return p
 
@@ -129,10 +158,10 @@ class ReadyPool:
         """Recompute the best of these blocks for every group."""
         cols = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
         seg = self.mdl[:, cols].reshape(self.g, blocks.size, BLOCK)
-        best = seg.max(axis=2)
+        best = np.maximum.reduce(seg, axis=2)
         tasks = self.task[cols].reshape(blocks.size, BLOCK)
         self.bmax[:, blocks] = best
-        self.btask[:, blocks] = np.where(seg == best[:, :, None], tasks, NO_TASK).min(axis=2)
+        self.btask[:, blocks] = _lowest_reaching(seg, best, tasks)
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then the lower group.
@@ -140,17 +169,21 @@ class ReadyPool:
         if not self.blocked:
             return self._top_small()
         nb = self.blocks
-        bmax = self.bmax[:, :nb]
-        if not nb or (m := bmax.max()) == -np.inf:
+        if not nb:
             return -1, -1
-        rows, blocks = np.nonzero(bmax == m)  # almost always one (group, block): no table-wide pass
-        if rows.size == 1:
-            return self.position[int(self.btask[rows[0], blocks[0]])], int(rows[0])
+        bmax = self.bmax[:, :nb]
+        r, b = divmod(int(bmax.argmax()), nb)
+        m = bmax[r, b]
+        if m == -np.inf:
+            return -1, -1
+        if np.count_nonzero(bmax == m) == 1:  # almost always: a 2-D nonzero costs several times more
+            return self.position[int(self.btask[r, b])], r
+        rows, blocks = np.nonzero(bmax == m)
         v, r = min(zip(self.btask[rows, blocks].tolist(), rows.tolist(), strict=True))
         return self.position[v], r
 
     def _top_small(self) -> tuple[int, int]:
-        if self.hi == 1:  # one ready task (a chain): its best group, the lowest of equals
+        if self.hi == 1:  # one position (a chain): its best group, the lowest of equals
             r = int(self.mdl[:, 0].argmax())
             return (0, r) if self.mdl[r, 0] > -np.inf else (-1, -1)
         sub = self.mdl[:, :self.hi]
@@ -163,26 +196,38 @@ class ReadyPool:
         return self.position[v], r
 
     def remove(self, p: int) -> None:
-        """The task at p leaves; the last position moves into p, so positions stay dense."""
-        v, last = int(self.task[p]), self.hi - 1
+        """The task at p leaves a hole."""
+        v = int(self.task[p])
         del self.position[v]
-        moved = int(self.task[last])
-        if p != last:
-            self.position[moved] = p
-            self.rows[:, :, p] = self.rows[:, :, last]
-            self.task[p] = moved
-        self.task[last] = NO_TASK
-        self.rows[1:, :, last] = EMPTY[1:, :, 0]
-        self.hi = last
-        if self.blocked and last <= 2 * BLOCK:
+        self.task[p] = NO_TASK
+        self.rows[CLEARED, :, p] = EMPTY[CLEARED, :, 0]
+        self.holes.append(p)
+        if self.blocked and self.count <= 2 * BLOCK:
             self.blocked = False  # few ready tasks: the whole matrix is smaller than the block table
-        if not self.blocked:
+            self.compact()
             return
-        bp, bl = p // BLOCK, last // BLOCK
-        self._forget(bp, v)
-        if bl != bp:
-            self._forget(bl, moved)
-            self._raise(p)
+        if len(self.holes) > max(self.count, BLOCK):
+            self.compact()
+            return
+        if self.blocked:
+            self._forget(p // BLOCK, v)
+
+    def compact(self) -> None:
+        """Move the tasks to the first `count` positions (in position order) and drop the holes."""
+        if not self.holes:
+            return
+        keep = (self.task[:self.hi] != NO_TASK).nonzero()[0]
+        k, hi = keep.size, self.hi
+        self.rows[:, :, :k] = self.rows[:, :, keep]
+        self.rows[:, :, k:hi] = EMPTY
+        self.task[:k] = self.task[keep]
+        self.task[k:hi] = NO_TASK
+        self.position = dict(zip(self.task[:k].tolist(), range(k), strict=True))
+        self.hi, self.holes = k, []
+        nb = -(-hi // BLOCK)  # emptied blocks keep no best (a later _raise would lose to it)
+        self.bmax[:, :nb], self.btask[:, :nb] = -np.inf, NO_TASK
+        if self.blocked:
+            self._blocks(np.arange(self.blocks))
 
     def _forget(self, b: int, v: int) -> None:
         """Task v left block b: recompute the groups whose block best it was."""
@@ -190,12 +235,12 @@ class ReadyPool:
         if hi <= lo:
             self.bmax[:, b], self.btask[:, b] = -np.inf, NO_TASK
             return
-        rows = np.flatnonzero(self.btask[:, b] == v)
+        rows = (self.btask[:, b] == v).nonzero()[0]
         if rows.size:
             seg = self.mdl[rows, lo:hi]
-            best = seg.max(axis=1)
+            best = np.maximum.reduce(seg, axis=1)
             self.bmax[rows, b] = best
-            self.btask[rows, b] = np.where(seg == best[:, None], self.task[lo:hi], NO_TASK).min(axis=1)
+            self.btask[rows, b] = _lowest_reaching(seg, best, self.task[lo:hi])
 
     def _raise(self, p: int) -> None:
         """A column arrived at p: it can only raise its block's best."""
@@ -218,19 +263,24 @@ class ReadyPool:
         if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
             np.maximum(self.td[r, :n], slots.free[r], out=est)
         else:
-            hit = np.flatnonzero((est < finish) & (est + dur >= start) & (dur < np.inf))
+            hit = ((est < finish) & (est + dur >= start) & (dur < np.inf)).nonzero()[0]
             if not hit.size:
                 return
             est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
-        row = self.base[r, :n] - est
-        self.mdl[r, :n] = row
+        row = np.subtract(self.base[r, :n], est, out=self.mdl[r, :n])
         if not self.blocked:
             return
         seg = row.reshape(-1, BLOCK)
-        best = seg.max(axis=1)
+        best = np.maximum.reduce(seg, axis=1)
         self.bmax[r, :seg.shape[0]] = best
         tasks = self.task[:n].reshape(-1, BLOCK)
-        self.btask[r, :seg.shape[0]] = np.where(seg == best[:, None], tasks, NO_TASK).min(axis=1)
+        self.btask[r, :seg.shape[0]] = _lowest_reaching(seg, best, tasks)
+
+
+def _lowest_reaching(seg: np.ndarray, best: np.ndarray, tasks: np.ndarray) -> np.ndarray:
+    """Along the last axis of `seg`, the lowest task scoring `best` (the ufunc reductions, not the
+    array methods: a method call adds a Python wrapper, and these run several times a step)."""
+    return np.minimum.reduce(np.where(seg == best[..., None], tasks, NO_TASK), axis=-1)
 
 
 WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)
@@ -249,8 +299,8 @@ class MdlPlanner:
         unplaced = sum(pl is None for pl in state.placements)
         wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
-            if unplaced == pool.hi >= WAVE_MIN and not explain:  # every task left is ready
-                td, dur = pool.td[:, :unplaced], pool.dur[:, :unplaced]
+            if unplaced == pool.count >= WAVE_MIN and not explain:  # every task left is ready
+                td, dur = pool.td[:, :pool.hi], pool.dur[:, :pool.hi]  # holes: C = inf, no task
                 if wave_bounds is None or unplaced <= fresh - max(BLOCK, fresh // 8):
                     # now and then (the bounds loosen as tasks leave), every gap against every task
                     wave_bounds, fresh = bounds(td, dur), unplaced
@@ -278,9 +328,12 @@ class MdlPlanner:
 
 def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
     """Every task left is ready and every group settled (wave.py): place them all."""
+    # the tasks in position order, without holes: copies of the rows the wave needs, not a compaction
+    # of all five (on a 20,000-leaf fan-out that is 160 MB moved)
     m = pool.hi
-    wave = LastWave(pool.task[:m].copy(), pool.base[:, :m].copy(), slots)
-    td, dur = pool.td[:, :m].copy(), pool.dur[:, :m].copy()
+    cols = slice(0, m) if m == pool.count else (pool.task[:m] != NO_TASK).nonzero()[0]
+    wave = LastWave(pool.task[cols].copy(), pool.base[:, cols].copy(), slots)
+    td, dur = pool.td[:, cols].copy(), pool.dur[:, cols].copy()
     while (top := wave.top())[0] >= 0:
         p, r = top
         slot, start = slots.choose(r, float(td[r, p]), float(dur[r, p]))

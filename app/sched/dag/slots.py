@@ -30,15 +30,22 @@ class GroupSlots:
     def refresh(self, r: int) -> None:
         """Group r's slots changed."""
         lanes = self.lanes[r]
+        if len(lanes) == 1:  # most groups, once a step: no generators
+            lane = lanes[0]
+            self.free[r], self.gap[r], self.gap_end[r] = lane.tail, lane.max_gap, lane.last_gap_end
+            return
         self.free[r] = min(lane.tail for lane in lanes)
         self.gap[r] = max(lane.max_gap for lane in lanes)
         self.gap_end[r] = max(lane.last_gap_end for lane in lanes)
 
     def start(self, r: int, ready: float, duration: float) -> float:
         lanes = self.lanes[r]
-        if len(lanes) == 1:
-            return lanes[0].earliest(ready, duration)
-        return min(lane.earliest(ready, duration) for lane in lanes)
+        s = lanes[0].earliest(ready, duration)
+        for lane in lanes[1:]:  # a loop, not min() over a generator: this runs per (task, group)
+            t = lane.earliest(ready, duration)
+            if t < s:
+                s = t
+        return s
 
     def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
@@ -46,25 +53,25 @@ class GroupSlots:
         rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
         if rows.size:
             pairs = zip(cols.tolist(), ready[rows, cols].tolist(), duration[rows, cols].tolist(), strict=True)
-            s[rows, cols] = [self.start(r, t, d) for r, t, d in pairs]
+            start = self.start
+            s[rows, cols] = [start(r, t, d) for r, t, d in pairs]
         return s
 
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """Earliest starts on group r of tasks given by vectors of ready times and durations."""
         s = np.maximum(ready, self.free[r])
-        idx = np.flatnonzero((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r]))
+        idx = ((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r])).nonzero()[0]
         if not idx.size:
             return s
         td, d = ready[idx], duration[idx]
-        low, short = float(td.min()), float(d.min())
+        low = float(np.minimum.reduce(td))
         a, b = _gaps_after(self.lanes[r], low)
         if not a.size:
             return s
-        keep = b - a + 2 * np.spacing(b) >= short  # state.reach: as conservative as Lane's filter
-        a, b = a[keep], b[keep]
+        # no filter by gap length first: the fit test below is exact, and filtering costs more here
         t = np.maximum(td[:, None], a)  # tasks × gaps
         fits = (t + d[:, None] <= b) & (td[:, None] < b)
-        s[idx] = np.minimum(s[idx], np.where(fits, t, np.inf).min(axis=1, initial=np.inf))
+        s[idx] = np.minimum(s[idx], np.minimum.reduce(np.where(fits, t, np.inf), axis=1, initial=np.inf))
         return s
 
     def start_after(self, r: int, start: float, finish: float, booked: tuple[float, float],
@@ -85,7 +92,7 @@ class GroupSlots:
         if start > tail:
             t = np.maximum(ready, tail)
             np.minimum(out, np.where((t + duration <= start) & (ready < start), t, np.inf), out=out)
-        rest = np.flatnonzero((est < gap_end) | (duration <= 0))
+        rest = ((est < gap_end) | (duration <= 0)).nonzero()[0]
         if rest.size:
             out[rest] = self.start_row(r, ready[rest], duration[rest])
         return out
@@ -93,6 +100,8 @@ class GroupSlots:
     def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
         """(slot, start) on group r: the earliest start; among equals a slot where the task fills an
         idle gap, else the one that became free last (best fit); lowest index on ties."""
+        if len(self.lanes[r]) == 1:
+            return 0, self.lanes[r][0].earliest(ready, duration)
         starts = [lane.earliest(ready, duration) for lane in self.lanes[r]]
         s = min(starts)
         fits = [k for k, t in enumerate(starts) if t == s]

@@ -45,9 +45,10 @@ class Lane:
 
     def earliest(self, ready: float, duration: float) -> float:
         """Earliest start >= ready of an idle stretch of `duration` seconds."""
-        if duration > self.max_gap or ready >= self.tail:
-            return max(ready, self.tail)
         starts, ends = self.gap_starts, self.gap_ends
+        tail = starts[-1]  # `tail`, read here without a property call: this runs per (task, slot)
+        if duration > self.max_gap or ready >= tail:
+            return tail if tail > ready else ready  # max(ready, tail), as max() picks on ties
         i = bisect_right(ends, ready)
         t = starts[i] if starts[i] > ready else ready
         if t + duration <= ends[i]:
