@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
-from app.sched.dag.model import DagProblem, Edge, Group, Link, Network, Task
+from app.sched.dag.model import DagProblem, Edge, Group, Link, Network, Placement, Task, TaskStatus
 
 LABELS = ("bwa", "gatk", "gpu")
 
@@ -51,3 +53,20 @@ def dag_problems(draw: st.DrawFn, max_tasks: int = 18) -> DagProblem:
     net = Network(bandwidth=draw(st.sampled_from([1e8, 1e9])), latency=draw(st.sampled_from([0.0, 0.2])),
                   links=links)
     return DagProblem(tasks, tuple(edges), gs, net, now=draw(st.sampled_from([0.0, 5.0])))
+
+
+def replanned(p: DagProblem, plan: list[Placement], cut: float) -> DagProblem:
+    """The problem again at a time `cut` of the way through `plan`: tasks finished by then are done,
+    those under way (or starting then with some length) are running, the rest pending."""
+    span = max(pl.finish for pl in plan)
+    now = p.now + cut * (span - p.now)
+    tasks = []
+    for t, pl in zip(p.tasks, plan, strict=True):
+        gid = p.groups[pl.group].id
+        if pl.finish <= now:
+            tasks.append(replace(t, status=TaskStatus.DONE, group=gid, start=pl.start, finish=pl.finish))
+        elif pl.start < now or (pl.start == now and pl.finish > pl.start):
+            tasks.append(replace(t, status=TaskStatus.RUNNING, group=gid, start=pl.start))
+        else:
+            tasks.append(t)
+    return replace(p, tasks=tuple(tasks), now=now)

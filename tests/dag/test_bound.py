@@ -4,18 +4,16 @@ and the search at once."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from app.sched.dag.bound import lower_bound, reaches
 from app.sched.dag.graph import compile_problem
-from app.sched.dag.model import DagProblem, Edge, Group, Network, Task, TaskStatus
+from app.sched.dag.model import DagProblem, Edge, Group, Network, Task
 from app.sched.dag.shift import relative
 from app.sched.registry import DAG_ALGORITHMS, DAG_PLANNERS, plan_dag
-from tests.dag.strategies import dag_problems
+from tests.dag.strategies import dag_problems, replanned
 
 METHODS = st.sampled_from(DAG_ALGORITHMS)
 
@@ -34,28 +32,10 @@ def test_no_plan_is_shorter_than_the_bound(p: DagProblem, algorithm: str, seed: 
     _no_shorter(plan_dag(p, algorithm, search_s=60.0, max_evaluations=40, seed=seed).makespan, _bound(p))
 
 
-def _cut(p: DagProblem, first: str, cut: float) -> DagProblem:
-    """The problem replanned at a time `cut` of the way through `first`'s plan: tasks finished by
-    then are done, those under way are running (some of them past their expected end)."""
-    plan = plan_dag(p, first).plan.placements
-    span = max(pl.finish for pl in plan)
-    now = p.now + cut * (span - p.now)
-    tasks = []
-    for t, pl in zip(p.tasks, plan, strict=True):
-        gid = p.groups[pl.group].id
-        if pl.finish <= now:
-            tasks.append(replace(t, status=TaskStatus.DONE, group=gid, start=pl.start, finish=pl.finish))
-        elif pl.start < now:
-            tasks.append(replace(t, status=TaskStatus.RUNNING, group=gid, start=pl.start))
-        else:
-            tasks.append(t)
-    return replace(p, tasks=tuple(tasks), now=now)
-
-
 @given(dag_problems(), st.sampled_from(list(DAG_PLANNERS)), st.floats(0.0, 1.0), METHODS)
 def test_no_replanned_plan_is_shorter_than_the_bound(p: DagProblem, first: str, cut: float,
                                                       second: str) -> None:
-    again = _cut(p, first, cut)
+    again = replanned(p, plan_dag(p, first).plan.placements, cut)
     _no_shorter(plan_dag(again, second, search_s=60.0, max_evaluations=30).makespan, _bound(again))
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from unittest.mock import patch
 
 import numpy as np
@@ -20,7 +19,7 @@ from app.sched.dag.model import DagProblem, Edge, Group, Network, Placement, Tas
 from app.sched.dag.state import PlanState
 from app.sched.registry import DAG_PLANNERS, plan_dag
 from bench.dag_workload import groups, shaped_dag
-from tests.dag.strategies import dag_problems
+from tests.dag.strategies import dag_problems, replanned
 from tests.dag_invariants import check_plan, close
 
 METHODS = st.sampled_from([*DAG_PLANNERS, "best"])
@@ -178,18 +177,8 @@ PLANNERS = st.sampled_from(list(DAG_PLANNERS))
 @given(dag_problems(), PLANNERS, st.floats(0.0, 1.0), PLANNERS)
 def test_replanning_keeps_the_past(p: DagProblem, first: str, cut: float, second: str) -> None:
     plan = plan_dag(p, first).plan.placements
-    span = max(pl.finish for pl in plan)
-    now = p.now + cut * (span - p.now)
-    tasks = []
-    for t, pl in zip(p.tasks, plan, strict=True):
-        gid = p.groups[pl.group].id
-        if pl.finish <= now:
-            tasks.append(replace(t, status=TaskStatus.DONE, group=gid, start=pl.start, finish=pl.finish))
-        elif pl.start < now or (pl.start == now and pl.finish > pl.start):
-            tasks.append(replace(t, status=TaskStatus.RUNNING, group=gid, start=pl.start))
-        else:
-            tasks.append(t)
-    again = replace(p, tasks=tuple(tasks), now=now)
+    again = replanned(p, plan, cut)
+    tasks, now = again.tasks, again.now
     r = plan_dag(again, second, search_s=60.0, max_evaluations=30)
     check_plan(again, r.plan.placements, r.makespan)
     for t, old, new in zip(tasks, plan, r.plan.placements, strict=True):
