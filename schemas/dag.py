@@ -234,10 +234,10 @@ class DagPlanResponse(BaseModel):
         ..., description="makespan of each planner run (`best` runs no planner after one whose plan "
         "reaches `lower_bound`)")
     lower_bound: float | None = Field(
-        None, description="no plan can have a shorter makespan: the longest chain of tasks, each on the "
-        "group where it could finish first, every transfer at its cheapest, from when a slot is free. "
-        "A plan that reaches it is optimal, and nothing more is tried. Computed for `best` and "
-        "whenever the search runs")
+        None, description="no plan can have a shorter makespan: the larger of the longest chain of tasks "
+        "(each on the group where it could finish first, every transfer at its cheapest, from when a slot "
+        "is free) and the time all slots together need for the work. A plan that reaches it is optimal, "
+        "and nothing more is tried. Computed for `best` and whenever the search runs")
     tasks: list[TaskPlanOut]
     groups: list[str]
     critical_path: list[str]

@@ -68,3 +68,16 @@ def test_a_plan_short_of_the_bound_is_searched() -> None:
     r = plan_dag(DagProblem(tasks, edges, gs, Network()), "mdl", search_s=60.0, max_evaluations=50)
     assert r.bound is not None and not reaches(r.makespans["mdl"], r.bound)
     assert r.search is not None and r.search.evaluations > 0
+
+
+@pytest.mark.parametrize("algorithm", DAG_ALGORITHMS)
+def test_work_spread_evenly_reaches_the_bound(algorithm: str) -> None:
+    """Eight equal independent tasks on a group twice as fast (one slot) and a slower one (two
+    slots): the fast slot runs four, each slow slot two, all ending at 20 s, which is the work
+    bound (total work at the fastest, 40 s, over a rate of 1 + 2 × ½). Every method finds it, and
+    nothing more is tried."""
+    tasks = tuple(Task(f"t{i}", work=10.0) for i in range(8))
+    gs = (Group("fast", speed=2.0), Group("slow", speed=1.0, slots=2))
+    r = plan_dag(DagProblem(tasks, (), gs, Network()), algorithm, search_s=60.0, max_evaluations=500)
+    assert r.bound == pytest.approx(20.0) and r.makespan == pytest.approx(20.0)
+    assert r.search is not None and r.search.evaluations == 0 and r.restarts == 0
