@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from app.sched import profile_kernels as kernels
 from app.sched.cluster import Eligible
 
 Triple = tuple[int, int, int]
@@ -40,6 +41,9 @@ FOLD_BY_BATCH = True
 # up to this many instants, a masked min finds a node's first covered instant fastest; past it, its
 # (instants, nodes) float temporaries outgrow the cache, and argmax over the booleans wins
 MASKED_MIN_WIDTH = 8
+# questions and folds walk each node's instants in compiled loops (`app.sched.profile_kernels`);
+# False answers them with the numpy code below, the reference of the tests
+COMPILED = True
 RADIX_MIN_EVENTS = 2048  # below this many steps, lexsort beats the fixed cost of two radix sorts
 
 
@@ -109,6 +113,9 @@ class Profile:
 
     def _earliest(self, cols: Columns, d: Demand, walltime_s: float) -> np.ndarray:
         w = self.width
+        if COMPILED:
+            return kernels.earliest(self.times, self.cum, *self._kernel_args(cols, d), float(walltime_s),
+                                    self.grain, w)
         times = self.times[:w, cols]
         covers = self._covers(w, cols, d)
         bad = np.where(covers, INF, times)
@@ -137,6 +144,8 @@ class Profile:
         return self._first_cover(nodes, d, self.width)
 
     def _first_cover(self, cols: Columns, d: Demand, w: int) -> np.ndarray:
+        if COMPILED:
+            return kernels.first_cover(self.times, self.cum, *self._kernel_args(cols, d), w, self.width)
         covers, times = self._covers(w, cols, d), self.times[:w, cols]
         if w <= MASKED_MIN_WIDTH:  # a node's instants only grow: its first covered one is the least
             found = np.where(covers, times, INF).min(axis=0)
@@ -160,6 +169,9 @@ class Profile:
         """For each of `nodes`, whether it holds d over the whole of [t, end)."""
         self._flush_rows(nodes)
         w = self.width  # past it every instant is INF: nothing there overlaps [t, end)
+        if COMPILED:
+            return kernels.holds_over(self.times, self.cum, *self._kernel_args(nodes, d), float(t),
+                                      float(end), w)
         times = self.times[:w, nodes]
         nxt = np.empty_like(times)
         nxt[:-1] = times[1:]
@@ -174,6 +186,16 @@ class Profile:
         k = int(np.searchsorted(self.times[:, x], t, side="right")) - 1
         c, m, g = self.cum[:, k, x].tolist()
         return (c, m, g)
+
+    def _kernel_args(self, cols: Columns, d: Demand) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray]:
+        """Nodes and demand as the compiled loops take them: node indices, d as (3, m) columns,
+        whether there is one column per node, and which resources are compared."""
+        if isinstance(cols, slice):
+            cols = np.arange(*cols.indices(self.times.shape[1]))
+        cols = np.ascontiguousarray(cols, dtype=np.int64)  # one compiled variant serves every call
+        if isinstance(d, np.ndarray):
+            return cols, np.ascontiguousarray(d, dtype=np.int64), True, _EVERY
+        return cols, np.array(d, dtype=np.int64).reshape(3, 1), False, _CHECKED[d[1] > 0, d[2] > 0]
 
     def _covers(self, w: int, cols: Columns, d: Demand) -> np.ndarray:
         """(w, n): whether each of the first w instants of the nodes `cols` covers d (one column
@@ -340,6 +362,11 @@ class Profile:
         w = self.width
         while w + 2 > self.times.shape[0]:  # room for two new instants on every node
             self._grow()
+        if COMPILED:
+            nodes, dd, per_node, _ = self._kernel_args(nodes, d)
+            self.width = kernels.fold(self.times, self.cum, nodes, float(t0), float(t1), dd, per_node,
+                                      float(self.now), w)
+            return
         new = [t for t in (t0, t1) if t > self.now]
         # flat indices into the matrices of each node's first w + 2 instants: `take` and a flat
         # store move these scattered values several times faster than [rows, nodes] indexing
@@ -403,6 +430,11 @@ class Profile:
         cum[:, :k] = self.cum
         cum[:, k:] = self.cum[:, -1:, :]
         self.times, self.cum = times, cum
+
+
+_EVERY = np.ones(3, dtype=bool)  # per-node demands are compared on every resource (`_covers`)
+# a triple's cpu is always compared, its memory and gpu only when asked for: keyed by (mem, gpu) > 0
+_CHECKED = {(m, g): np.array([True, m, g]) for m in (False, True) for g in (False, True)}
 
 
 def _columns(elig: Eligible) -> Columns:

@@ -153,13 +153,14 @@ changes_on_many = st.lists(
 @settings(max_examples=300, deadline=None)
 @given(free=st.lists(triples, min_size=1, max_size=6),
        rel=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 20), triples), max_size=10),
-       changes=changes_on_many, rebuild_from=st.sampled_from([1, 3, 1 << 30]))
+       changes=changes_on_many, rebuild_from=st.sampled_from([1, 3, 1 << 30]), compiled=st.booleans())
 def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
-        free, rel, changes, rebuild_from) -> None:  # noqa: ANN001
-    """`_fold` (a change on all its nodes in a few numpy steps), or a rebuild when many changes
-    wait, leaves every node with the instants and amounts `_fold_row` gives one node at a time,
-    whatever the mix of starts, bookings on repeated nodes, given-back bookings (negative),
-    per-node demands, intervals in force now or empty, and questions asked in between."""
+        free, rel, changes, rebuild_from, compiled) -> None:  # noqa: ANN001
+    """`_fold` (a change on all its nodes in a few numpy steps, or in the compiled loop), or a
+    rebuild when many changes wait, leaves every node with the instants and amounts `_fold_row`
+    gives one node at a time, whatever the mix of starts, bookings on repeated nodes, given-back
+    bookings (negative), per-node demands, intervals in force now or empty, and questions asked in
+    between."""
     from unittest import mock
 
     from app.sched import timeline
@@ -169,6 +170,7 @@ def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
     got = {}
     for fast in (False, True):
         with mock.patch.object(timeline, "FOLD_BY_BATCH", fast), \
+                mock.patch.object(timeline, "COMPILED", compiled), \
                 mock.patch.object(timeline, "REBUILD_FROM", rebuild_from if fast else 1 << 30):
             p = profile(free, releases)
             p._flush_all()  # built: later changes are folded, not taken by the build
@@ -187,3 +189,50 @@ def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
                     p.earliest_of(nodes[:1], (1, 0, 0), 60.0)
             got[fast] = rows_of(p)
     assert got[True] == got[False]
+
+
+questions = st.lists(
+    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over"]),
+              st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True), triples,
+              st.booleans(), st.integers(0, 14), st.integers(0, 14), st.integers(0, 6)),
+    min_size=1, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(free=st.lists(triples, min_size=1, max_size=6),
+       rel=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 20), triples), max_size=10),
+       changes=changes_on_many, asked=questions, grain=st.sampled_from([1, 60]))
+def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, grain) -> None:  # noqa: ANN001
+    """`earliest`, `first_cover` (whole or within a head of instants) and `holds_over`, walked
+    node by node in the compiled loops, give the numpy answers exactly, on profiles made of
+    releases, starts, bookings (some given back, some per node) and windows anywhere in time,
+    for triple and per-node demands, walltimes off the grain included."""
+    from unittest import mock
+
+    from app.sched import timeline
+
+    n = len(free)
+    releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
+    p = profile(free, releases, grain)
+    p._flush_all()
+    for kind, xs, d, a, length, _ in changes:
+        nodes = np.unique(np.array([x % n for x in xs], dtype=np.int64))
+        t0, t1 = NOW + 60 * max(a, 0), NOW + 60 * (max(a, 0) + length)
+        sign = -1 if kind == "give back" else 1
+        p.book_many(nodes, t0, t1, (sign * d[0], sign * d[1], sign * d[2]))
+    p._flush_all()
+    for kind, xs, d, per_node, a, length, head in asked:
+        nodes = np.array([x % n for x in xs], dtype=np.int64)
+        demand = np.array([d] * len(nodes), dtype=np.int64).T if per_node else d
+        walltime = 37.0 * length + 0.5 * a  # off the grain too
+        answers = []
+        for compiled in (False, True):
+            with mock.patch.object(timeline, "COMPILED", compiled):
+                if kind == "earliest":
+                    answers.append(p.earliest_of(nodes, demand, walltime).tolist())
+                elif kind == "first_cover":
+                    answers.append(p.first_cover(whole(n), d, head=head or None).tolist())
+                else:
+                    window = (NOW + 60 * a, NOW + 60 * (a + length))
+                    answers.append(p.holds_over(nodes, demand, *window).tolist())
+        assert answers[0] == answers[1], kind

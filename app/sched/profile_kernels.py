@@ -1,0 +1,170 @@
+"""Compiled node-by-node loops behind `Profile`'s questions and folds (app.sched.timeline).
+
+A deep pass (every pending job reserves: `priority`, `conservative`) asks the profile one question
+and folds one booking per job, each a few dozen numpy calls on all nodes and instants; most of
+those cells are padding or lie past the answer. Here the same questions walk each node's instants
+in order and stop at the answer, and a fold inserts a booking's two instants in place: the same
+answers, without the temporaries. `Profile` keeps its numpy code as the reference (`COMPILED` in
+app.sched.timeline switches between them, and tests/sched/test_timeline.py holds one to the other).
+
+The matrices are `Profile`'s: `times` (K, N), a node's instants ascending then INF padding;
+`cum` (3, K, N), what it has free from each instant on (padding repeats the last amounts). A demand
+is `d` (3, m) int64, one column per node when `per_node`, else column 0 for every node; `check[r]`
+says whether resource r is compared (a triple's zero memory or gpu is not; per-node columns are
+compared on every resource, as `Profile._covers` does).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+INF = math.inf
+
+
+@njit(cache=True, inline="always")
+def _covered(cum: np.ndarray, k: int, x: int, d: np.ndarray, col: int, check: np.ndarray) -> bool:
+    for r in range(3):
+        if check[r] and cum[r, k, x] < d[r, col]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def earliest(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndarray, per_node: bool,
+             check: np.ndarray, walltime: float, grain: int, w: int) -> np.ndarray:
+    """Per node of `cols`, the first of its first w instants from which it holds d until that
+    instant plus `walltime` (rounded up to the grain); INF if none. One pass over the instants: a
+    start that fails at instant j fails from every instant up to j (it would end later)."""
+    out = np.full(len(cols), INF)
+    for i in range(len(cols)):
+        x, col = cols[i], i if per_node else 0
+        k = 0
+        while k < w:
+            t = times[k, x]
+            if t == INF:
+                break
+            end = np.ceil((t + walltime) / grain) * grain
+            j = k  # (an empty window, end == t, holds even where d is short)
+            while j < w and times[j, x] < end and _covered(cum, j, x, d, col, check):
+                j += 1
+            if j < w and times[j, x] < end:  # short at j: no start from k to j holds (their ends are later)
+                k = j + 1
+                continue
+            out[i] = t
+            break
+    return out
+
+
+@njit(cache=True)
+def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndarray, per_node: bool,
+                check: np.ndarray, w: int, width: int) -> np.ndarray:
+    """Per node, its first instant among the first w that covers d; when none does and w is short
+    of `width`, minus its instant w (a lower bound, negated), or INF where that is padding."""
+    out = np.full(len(cols), INF)
+    for i in range(len(cols)):
+        x, col = cols[i], i if per_node else 0
+        for k in range(w):
+            if _covered(cum, k, x, d, col, check):
+                out[i] = times[k, x]
+                break
+        if out[i] == INF and w < width and times[w, x] < INF:
+            out[i] = -times[w, x]
+    return out
+
+
+@njit(cache=True)
+def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
+               check: np.ndarray, t: float, end: float, w: int) -> np.ndarray:
+    """Per node, whether every one of its first w instants that overlaps [t, end) covers d."""
+    out = np.ones(len(nodes), dtype=np.bool_)
+    for i in range(len(nodes)):
+        x, col = nodes[i], i if per_node else 0
+        for k in range(w):
+            if times[k, x] >= end:
+                break
+            after = times[k + 1, x] if k + 1 < w else INF
+            if after > t and not _covered(cum, k, x, d, col, check):
+                out[i] = False
+                break
+    return out
+
+
+@njit(cache=True, inline="always")
+def _used(times: np.ndarray, x: int) -> int:
+    """How many instants node x has (its finite prefix)."""
+    lo, hi = 0, times.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if times[mid, x] < INF:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _insert(times: np.ndarray, cum: np.ndarray, x: int, m: int, t: float) -> int:
+    """Add instant t (after instant 0) to node x's m instants, carrying the amounts before it, if
+    it is missing; how many instants the node has then. Row m, padding, takes the shift."""
+    lo, hi = 0, m
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if times[mid, x] < t:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo < m and times[lo, x] == t:
+        return m
+    for k in range(m, lo, -1):
+        times[k, x] = times[k - 1, x]
+        for r in range(3):
+            cum[r, k, x] = cum[r, k - 1, x]
+    times[lo, x] = t
+    for r in range(3):
+        cum[r, lo, x] = cum[r, lo - 1, x]
+    return m + 1
+
+
+@njit(cache=True)
+def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: float, d: np.ndarray,
+         per_node: bool, now: float, width: int) -> int:
+    """Take d from each of `nodes` (distinct) over [t0, t1), adding the instants t0 and t1 where
+    they are missing (t0 only when it is after now; t1 only when it is after now and after t0, or
+    t0 is not added), as `Profile._fold` does; the width after (one padding row past the longest
+    node). The matrices must have room for two more instants past `width`."""
+    add0 = t0 > now
+    add1 = t1 > now and (not add0 or t0 < t1)
+    for i in range(len(nodes)):
+        x, col = nodes[i], i if per_node else 0
+        m = _used(times, x)
+        if add0:
+            m = _insert(times, cum, x, m, t0)
+        if add1:
+            m = _insert(times, cum, x, m, t1)
+        for k in range(m):
+            tk = times[k, x]
+            if tk >= t1:
+                break
+            if t0 <= now or tk >= t0:
+                for r in range(3):
+                    cum[r, k, x] -= d[r, col]
+        width = max(width, m + 1)
+    return width
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) every loop for the argument types `Profile` passes,
+    so that no decision pays for it."""
+    times = np.array([[0.0], [60.0], [INF], [INF]])
+    cum = np.zeros((3, 4, 1), dtype=np.int64)
+    cols = np.zeros(1, dtype=np.int64)
+    d = np.zeros((3, 1), dtype=np.int64)
+    check = np.ones(3, dtype=np.bool_)
+    for per_node in (False, True):
+        earliest(times, cum, cols, d, per_node, check, 60.0, 60, 2)
+        first_cover(times, cum, cols, d, per_node, check, 1, 2)
+        holds_over(times, cum, cols, d, per_node, check, 0.0, 60.0, 2)
+        fold(times, cum, cols, 0.0, 60.0, d, per_node, 0.0, 2)
