@@ -12,7 +12,8 @@ nodes, hashed). `--switch` says which shortcuts "off" turns off: `pass`, the pas
 used: `BULK_WAITS_FROM` past any queue; the promised slots booked one by one: `HOLD_ALL_AT_ONCE`);
 `shortlist`, the replay's (`decide` is handed the whole queue: `app.sim.shortlist`); `fold`, the
 profile's (a change folded node by node on Python lists: `FOLD_BY_BATCH`, and no rebuild of many
-waiting changes at once: `REBUILD_FROM`); `all`, every one.
+waiting changes at once: `REBUILD_FROM`); `kernels`, the profile's compiled loops (its questions and
+folds answered by its numpy code: `COMPILED`); `all`, every one.
 """
 
 from __future__ import annotations
@@ -53,20 +54,23 @@ def digest(result: ReplayResult) -> str:
     return h.hexdigest()[:12]
 
 
-SWITCHES = ("all", "pass", "shortlist", "fold")
+SWITCHES = ("all", "pass", "shortlist", "fold", "kernels")
 
 
 def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
             switch: str) -> tuple[float, ReplayResult]:
     """CPU seconds of one replay, with the switched shortcuts on or off, and its result."""
-    pass_on = on or switch in ("shortlist", "fold")
-    fold_on = on or switch in ("pass", "shortlist")
+    pass_on = on or switch in ("shortlist", "fold", "kernels")
+    fold_on = on or switch in ("pass", "shortlist", "kernels")
+    kernels_on = on or switch in ("pass", "shortlist", "fold")
     with mock.patch.object(backfill, "BULK_WAITS_FROM", backfill.BULK_WAITS_FROM if pass_on else 1 << 62), \
             mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", pass_on), \
             mock.patch.object(timeline, "FOLD_BY_BATCH", fold_on), \
+            mock.patch.object(timeline, "COMPILED", kernels_on), \
             mock.patch.object(timeline, "REBUILD_FROM", timeline.REBUILD_FROM if fold_on else 1 << 62):
         t0 = time.process_time()
-        result = replay(w, name, params, predict=predicted, shortlist=on or switch in ("pass", "fold"))
+        result = replay(w, name, params, predict=predicted,
+                        shortlist=on or switch in ("pass", "fold", "kernels"))
         return time.process_time() - t0, result
 
 
@@ -111,7 +115,7 @@ def main(
                                            "each job k times wider)")] = CASES,
     traces: Annotated[Path, typer.Option(help="folder of the trace files")] = DEFAULT_TRACES,
     repeat: Annotated[int, typer.Option(help="replays each way, alternating; the best counts")] = 2,
-    switch: Annotated[str, typer.Option(help="what off turns off: all, pass, shortlist, fold")] = "all",
+    switch: Annotated[str, typer.Option(help=f"what off turns off: {', '.join(SWITCHES)}")] = "all",
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     if switch not in SWITCHES:
