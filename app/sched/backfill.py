@@ -26,7 +26,6 @@ from app.sched.sure_waits import SureWaits
 from app.sched.timeline import INF, Demand, Profile, align_up, release_time, run_starts
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
-HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
 HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit together; False for checks
 # answer the jobs that surely wait at once (`app.sched.sure_waits`) in a pass over at least this many
 # jobs (below, its fixed cost per pass outweighs what it saves); a huge value turns it off, for checks
@@ -609,56 +608,10 @@ class BackfillPass:
         return start, np.sort(nodes[best])
 
     def _earliest_times(self, job: Job, elig: Eligible) -> tuple[np.ndarray, np.ndarray]:
-        """Per eligible node, its earliest start for the job, exact where it can matter.
-
-        The first instant a node has the demand free is a lower bound, and exact on a node with
-        no booking before the job would end there; the full window check runs only on the other
-        nodes, and only on those whose bound could beat the n-th best exact time.
-        """
-        n, d, grain = job.nodes, job.demand, self.grain
-        bound = self.profile.first_cover(elig, d, head=HEAD_COLUMNS)
+        """Per eligible node, its earliest start for the job, exact where it can matter
+        (`Profile.earliest_starts`)."""
         nodes = self.cluster.nodes_of(elig)
-        partial = bound < 0  # not covered within the head: -bound is only a lower bound
-        if not self.profile.any_booking and not partial.any():
-            return bound, nodes  # every node searched to its end, and none booked: all exact
-        first_booking = elig.take(self.profile.first_booking)
-        with np.errstate(invalid="ignore"):
-            ends = np.ceil((bound + job.walltime_s) / grain) * grain
-        clear = first_booking >= ends
-        clear &= ~partial
-        times = np.where(clear, bound, INF)
-        nth = self._nth(times, n)
-        more = np.flatnonzero(partial & (bound > -nth))  # -bound < nth
-        if len(more):  # search the rest of their instants: their bounds become exact
-            bound[more] = self.profile.first_cover_of(nodes[more], d)
-            ends[more] = np.ceil((bound[more] + job.walltime_s) / grain) * grain
-            clear[more] = first_booking[more] >= ends[more]
-            times[more] = np.where(clear[more], bound[more], INF)
-            partial[more] = False
-            nth = self._nth(times, n)
-        doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
-        if len(doubt):
-            self._exact_best_first(job, nodes, bound, times, doubt)
-        return times, nodes
-
-    def _exact_best_first(self, job: Job, nodes: np.ndarray, bound: np.ndarray,
-                          times: np.ndarray, doubt: np.ndarray) -> None:
-        """Exact earliest starts for doubtful nodes, lowest bound first, in growing chunks,
-        until no remaining bound can beat the n-th best time found."""
-        order = doubt[np.argsort(bound[doubt], kind="stable")]
-        nth, i, chunk = self._nth(times, job.nodes), 0, max(32, 2 * job.nodes)
-        while i < len(order) and bound[order[i]] < nth:
-            part = order[i : i + chunk]
-            times[part] = self.profile.earliest_of(nodes[part], job.demand, job.walltime_s)
-            nth = self._nth(times, job.nodes)
-            i, chunk = i + chunk, 2 * chunk
-
-    @staticmethod
-    def _nth(times: np.ndarray, n: int) -> float:
-        if n == 1:  # the smallest; INF when none is finite
-            return float(times.min()) if len(times) else INF
-        finite = times[np.isfinite(times)]
-        return float(np.partition(finite, n - 1)[n - 1]) if len(finite) >= n else INF
+        return self.profile.earliest_starts(elig, nodes, job.demand, job.nodes, job.walltime_s), nodes
 
     def _feasible_at(
         self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray

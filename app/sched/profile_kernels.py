@@ -155,6 +155,50 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
     return width
 
 
+@njit(cache=True)
+def _nth_smallest(times: np.ndarray, n: int) -> float:
+    """`timeline.nth_smallest`."""
+    if n == 1:
+        return times.min() if len(times) else INF
+    finite = times[np.isfinite(times)]
+    return np.sort(finite)[n - 1] if len(finite) >= n else INF
+
+
+@njit(cache=True)
+def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, check: np.ndarray,
+                    n: int, walltime: float, grain: int, width: int, head: int, first_booking: np.ndarray,
+                    any_booking: bool) -> np.ndarray:
+    """`Profile.earliest_starts` (a triple d), step for step: the same nodes searched in the same
+    order and chunks, so the same nodes end up exact."""
+    bound = first_cover(times, cum, nodes, d, False, check, min(head, width), width)
+    partial = bound < 0
+    if not any_booking and not partial.any():
+        return bound
+    booked_from = first_booking[nodes]
+    ends = np.ceil((bound + walltime) / grain) * grain
+    clear = (booked_from >= ends) & ~partial
+    out = np.where(clear, bound, INF)
+    nth = _nth_smallest(out, n)
+    more = np.flatnonzero(partial & (bound > -nth))
+    if len(more):
+        exact = first_cover(times, cum, nodes[more], d, False, check, width, width)
+        for j in range(len(more)):
+            i = more[j]
+            bound[i] = exact[j]
+            clear[i] = booked_from[i] >= np.ceil((exact[j] + walltime) / grain) * grain
+            out[i] = exact[j] if clear[i] else INF
+            partial[i] = False
+        nth = _nth_smallest(out, n)
+    doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
+    order = doubt[np.argsort(bound[doubt], kind="mergesort")]  # stable
+    i, chunk = 0, max(32, 2 * n)
+    while i < len(order) and bound[order[i]] < nth:
+        part = order[i : i + chunk]
+        out[part] = earliest(times, cum, nodes[part], d, False, check, walltime, grain, width)
+        nth = _nth_smallest(out, n)
+        i, chunk = i + chunk, 2 * chunk
+    return out
+
 def warm() -> None:
     """Compile (or load from numba's cache) every loop for the argument types `Profile` passes,
     so that no decision pays for it."""
@@ -168,3 +212,5 @@ def warm() -> None:
         first_cover(times, cum, cols, d, per_node, check, 1, 2)
         holds_over(times, cum, cols, d, per_node, check, 0.0, 60.0, 2)
         fold(times, cum, cols, 0.0, 60.0, d, per_node, 0.0, 2)
+    for booked in (False, True):
+        earliest_starts(times, cum, cols, d, check, 1, 60.0, 60, 2, 4, np.zeros(1), booked)

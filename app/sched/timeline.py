@@ -44,6 +44,7 @@ MASKED_MIN_WIDTH = 8
 # questions and folds walk each node's instants in compiled loops (`app.sched.profile_kernels`);
 # False answers them with the numpy code below, the reference of the tests
 COMPILED = True
+HEAD_COLUMNS = 4  # instants searched for every node before the full search on the few that matter
 RADIX_MIN_EVENTS = 2048  # below this many steps, lexsort beats the fixed cost of two radix sorts
 
 
@@ -127,6 +128,59 @@ class Profile:
         k = feasible.argmax(axis=0)
         nodes = np.arange(len(k))
         return np.where(feasible[k, nodes], times[k, nodes], INF)
+
+    def earliest_starts(self, elig: Eligible, nodes: np.ndarray, d: Triple, n: int,
+                        walltime_s: float) -> np.ndarray:
+        """Per eligible node (`nodes`: their indices), its earliest start for a job of n nodes
+        taking d on each for walltime_s, exact where it can matter; elsewhere INF.
+
+        The first instant a node has d free is a lower bound, and exact on a node with no booking
+        before the job would end there; the full window check runs only on the other nodes, and
+        only on those whose bound could beat the n-th best exact time, lowest bound first, in
+        growing chunks. A node whose bound is only known past the first `HEAD_COLUMNS` instants
+        is searched further only if it could beat the n-th best.
+        """
+        self._flush_rows(_columns(elig))
+        if COMPILED:
+            cols, dd, _, check = self._kernel_args(nodes, d)
+            return kernels.earliest_starts(self.times, self.cum, cols, dd, check, n, float(walltime_s),
+                                           self.grain, self.width, HEAD_COLUMNS, self.first_booking,
+                                           self.any_booking)
+        bound = self._first_cover(_columns(elig), d, min(HEAD_COLUMNS, self.width))
+        partial = bound < 0  # not covered within the head: -bound is only a lower bound
+        if not self.any_booking and not partial.any():
+            return bound  # every node searched to its end, and none booked: all exact
+        first_booking = elig.take(self.first_booking)
+        with np.errstate(invalid="ignore"):
+            ends = np.ceil((bound + walltime_s) / self.grain) * self.grain
+        clear = first_booking >= ends
+        clear &= ~partial
+        times = np.where(clear, bound, INF)
+        nth = nth_smallest(times, n)
+        more = np.flatnonzero(partial & (bound > -nth))  # -bound < nth
+        if len(more):  # search the rest of their instants: their bounds become exact
+            bound[more] = self._first_cover(nodes[more], d, self.width)
+            ends[more] = np.ceil((bound[more] + walltime_s) / self.grain) * self.grain
+            clear[more] = first_booking[more] >= ends[more]
+            times[more] = np.where(clear[more], bound[more], INF)
+            partial[more] = False
+            nth = nth_smallest(times, n)
+        doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
+        if len(doubt):
+            self._exact_best_first(nodes, d, n, walltime_s, bound, times, doubt)
+        return times
+
+    def _exact_best_first(self, nodes: np.ndarray, d: Triple, n: int, walltime_s: float,
+                          bound: np.ndarray, times: np.ndarray, doubt: np.ndarray) -> None:
+        """Exact earliest starts for the doubtful nodes, in place, lowest bound first, in growing
+        chunks, until no remaining bound can beat the n-th best time found."""
+        order = doubt[np.argsort(bound[doubt], kind="stable")]
+        nth, i, chunk = nth_smallest(times, n), 0, max(32, 2 * n)
+        while i < len(order) and bound[order[i]] < nth:
+            part = order[i : i + chunk]
+            times[part] = self._earliest(nodes[part], d, walltime_s)
+            nth = nth_smallest(times, n)
+            i, chunk = i + chunk, 2 * chunk
 
     def first_cover(self, elig: Eligible, d: Demand, head: int | None = None) -> np.ndarray:
         """Per eligible node, the first instant it has d free. Exact for nodes never booked,
@@ -575,6 +629,14 @@ def _time_keys(ts: np.ndarray, grain: int) -> np.ndarray:
     if np.isfinite(last) and last - first < 1 << 16 and (np.floor(grains) * grain == ts).all():
         return (grains - first).astype(np.uint16)
     return ts
+
+
+def nth_smallest(times: np.ndarray, n: int) -> float:
+    """The n-th smallest finite value of `times`, or INF when fewer are finite."""
+    if n == 1:  # the smallest; INF when none is finite
+        return float(times.min()) if len(times) else INF
+    finite = times[np.isfinite(times)]
+    return float(np.partition(finite, n - 1)[n - 1]) if len(finite) >= n else INF
 
 
 def run_starts(ordered: np.ndarray) -> np.ndarray:

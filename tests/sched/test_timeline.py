@@ -192,7 +192,7 @@ def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
 
 
 questions = st.lists(
-    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over"]),
+    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over", "earliest_starts"]),
               st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True), triples,
               st.booleans(), st.integers(0, 14), st.integers(0, 14), st.integers(0, 6)),
     min_size=1, max_size=8)
@@ -203,8 +203,8 @@ questions = st.lists(
        rel=st.lists(st.tuples(st.integers(0, 5), st.integers(1, 20), triples), max_size=10),
        changes=changes_on_many, asked=questions, grain=st.sampled_from([1, 60]))
 def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, grain) -> None:  # noqa: ANN001
-    """`earliest`, `first_cover` (whole or within a head of instants) and `holds_over`, walked
-    node by node in the compiled loops, give the numpy answers exactly, on profiles made of
+    """`earliest`, `first_cover` (whole or within a head of instants), `holds_over` and the
+    search `earliest_starts` builds on them, compiled, give the numpy answers exactly, on profiles made of
     releases, starts, bookings (some given back, some per node) and windows anywhere in time,
     for triple and per-node demands, walltimes off the grain included."""
     from unittest import mock
@@ -232,7 +232,28 @@ def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, 
                     answers.append(p.earliest_of(nodes, demand, walltime).tolist())
                 elif kind == "first_cover":
                     answers.append(p.first_cover(whole(n), d, head=head or None).tolist())
+                elif kind == "earliest_starts":  # for a job of 1 to 3 nodes
+                    answers.append(p.earliest_starts(whole(n), np.arange(n), d, 1 + a % 3, walltime).tolist())
                 else:
                     window = (NOW + 60 * a, NOW + 60 * (a + length))
                     answers.append(p.holds_over(nodes, demand, *window).tolist())
         assert answers[0] == answers[1], kind
+
+
+def test_compiled_search_leaves_ties_with_the_nth_best_unsearched_as_the_numpy_one() -> None:
+    """A node whose lower bound only equals the best time found cannot beat it and is not searched
+    (its start stays INF: the pass's choice of nodes depends on which are finite), both for a bound
+    past the head of instants and for a doubtful node; the compiled search agrees."""
+    from unittest import mock
+
+    from app.sched import timeline
+
+    past_head = profile([(0, 0, 0), (0, 0, 0)],  # node 1 gets one cpu a minute: 4 only at 1240
+                        [(0, 1240.0, (4, 0, 0))] + [(1, NOW + 60 * k, (1, 0, 0)) for k in range(1, 5)])
+    doubtful = profile([(1, 0, 0), (1, 0, 0)], [])
+    doubtful.book(1, 1060.0, 1120.0, (1, 0, 0))  # node 1 is free now, but not for the whole job
+    cases = ((past_head, (4, 0, 0), [1240.0, INF]), (doubtful, (1, 0, 0), [NOW, INF]))
+    for p, d, expected in cases:
+        for compiled in (False, True):
+            with mock.patch.object(timeline, "COMPILED", compiled):
+                assert p.earliest_starts(whole(2), np.arange(2), d, 1, 120.0).tolist() == expected
