@@ -10,8 +10,8 @@ app.sched.timeline switches between them, and tests/sched/test_timeline.py holds
 The matrices are `Profile`'s: `times` (K, N), a node's instants ascending then INF padding;
 `cum` (3, K, N), what it has free from each instant on (padding repeats the last amounts). A demand
 is `d` (3, m) int64, one column per node when `per_node`, else column 0 for every node; `check[r]`
-says whether resource r is compared (a triple's zero memory or gpu is not; per-node columns are
-compared on every resource, as `Profile._covers` does).
+says whether resource r is compared (cpu always; a triple's zero memory or gpu is not; per-node
+columns are compared on every resource, as `Profile._covers` does).
 """
 
 from __future__ import annotations
@@ -44,11 +44,15 @@ _cache_where_writable()
 
 
 @njit(cache=True, inline="always")
-def _covered(cum: np.ndarray, k: int, x: int, d: np.ndarray, col: int, check: np.ndarray) -> bool:
-    for r in range(3):
-        if check[r] and cum[r, k, x] < d[r, col]:
-            return False
-    return True
+def _covered(cum: np.ndarray, k: int, x: int, need: tuple[int, int, int], mem: bool, gpu: bool) -> bool:
+    """Whether node x's instant k covers `need` (cpu always compared; memory, gpu if asked)."""
+    return (cum[0, k, x] >= need[0] and (not mem or cum[1, k, x] >= need[1])
+            and (not gpu or cum[2, k, x] >= need[2]))
+
+
+@njit(cache=True, inline="always")
+def _need(d: np.ndarray, col: int) -> tuple[int, int, int]:
+    return d[0, col], d[1, col], d[2, col]
 
 
 @njit(cache=True)
@@ -58,16 +62,20 @@ def earliest(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndarray
     instant plus `walltime` (rounded up to the grain); INF if none. One pass over the instants: a
     start that fails at instant j fails from every instant up to j (it would end later)."""
     out = np.full(len(cols), INF)
+    mem, gpu = check[1], check[2]
     for i in range(len(cols)):
-        x, col = cols[i], i if per_node else 0
+        x, need = cols[i], _need(d, i if per_node else 0)
         k = 0
         while k < w:
             t = times[k, x]
             if t == INF:
                 break
+            if walltime > 1e-12 * abs(t) and not _covered(cum, k, x, need, mem, gpu):
+                k += 1  # short at k, and the window is not empty: its end is past t, whatever the rounding
+                continue
             end = np.ceil((t + walltime) / grain) * grain
             j = k  # (an empty window, end == t, holds even where d is short)
-            while j < w and times[j, x] < end and _covered(cum, j, x, d, col, check):
+            while j < w and times[j, x] < end and _covered(cum, j, x, need, mem, gpu):
                 j += 1
             if j < w and times[j, x] < end:  # short at j: no start from k to j holds (their ends are later)
                 k = j + 1
@@ -83,10 +91,13 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
     """Per node, its first instant among the first w that covers d; when none does and w is short
     of `width`, minus its instant w (a lower bound, negated), or INF where that is padding."""
     out = np.full(len(cols), INF)
+    mem, gpu = check[1], check[2]
     for i in range(len(cols)):
-        x, col = cols[i], i if per_node else 0
+        x, need = cols[i], _need(d, i if per_node else 0)
         for k in range(w):
-            if _covered(cum, k, x, d, col, check):
+            if times[k, x] == INF:  # padding repeats the last instant's amounts: INF either way
+                break
+            if _covered(cum, k, x, need, mem, gpu):
                 out[i] = times[k, x]
                 break
         if out[i] == INF and w < width and times[w, x] < INF:
@@ -99,13 +110,14 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
                check: np.ndarray, t: float, end: float, w: int) -> np.ndarray:
     """Per node, whether every one of its first w instants that overlaps [t, end) covers d."""
     out = np.ones(len(nodes), dtype=np.bool_)
+    mem, gpu = check[1], check[2]
     for i in range(len(nodes)):
-        x, col = nodes[i], i if per_node else 0
+        x, need = nodes[i], _need(d, i if per_node else 0)
         for k in range(w):
             if times[k, x] >= end:
                 break
             after = times[k + 1, x] if k + 1 < w else INF
-            if after > t and not _covered(cum, k, x, d, col, check):
+            if after > t and not _covered(cum, k, x, need, mem, gpu):
                 out[i] = False
                 break
     return out
@@ -184,12 +196,13 @@ def _nth_smallest(times: np.ndarray, n: int) -> float:
 
 
 @njit(cache=True)
-def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, check: np.ndarray,
-                    n: int, walltime: float, grain: int, width: int, head: int, first_booking: np.ndarray,
-                    any_booking: bool) -> np.ndarray:
-    """`Profile.earliest_starts` (a triple d), step for step: the same nodes searched in the same
-    order and chunks, so the same nodes end up exact."""
-    bound = first_cover(times, cum, nodes, d, False, check, min(head, width), width)
+def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
+                    check: np.ndarray, n: int, walltime: float, grain: int, width: int, head: int,
+                    first_booking: np.ndarray, any_booking: bool) -> np.ndarray:
+    """`Profile.earliest_starts`, step for step: the same nodes searched in the same order and
+    chunks, so the same nodes end up exact. (`per_node` is passed on as it came: the loops compiled
+    for a constant False here ran ten times slower.)"""
+    bound = first_cover(times, cum, nodes, d, per_node, check, min(head, width), width)
     partial = bound < 0
     if not any_booking and not partial.any():
         return bound
@@ -200,7 +213,7 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     nth = _nth_smallest(out, n)
     more = np.flatnonzero(partial & (bound > -nth))
     if len(more):
-        exact = first_cover(times, cum, nodes[more], d, False, check, width, width)
+        exact = first_cover(times, cum, nodes[more], d, per_node, check, width, width)
         for j in range(len(more)):
             i = more[j]
             bound[i] = exact[j]
@@ -213,7 +226,7 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     i, chunk = 0, max(32, 2 * n)
     while i < len(order) and bound[order[i]] < nth:
         part = order[i : i + chunk]
-        out[part] = earliest(times, cum, nodes[part], d, False, check, walltime, grain, width)
+        out[part] = earliest(times, cum, nodes[part], d, per_node, check, walltime, grain, width)
         nth = _nth_smallest(out, n)
         i, chunk = i + chunk, 2 * chunk
     return out
@@ -232,4 +245,4 @@ def warm() -> None:
         holds_over(times, cum, cols, d, per_node, check, 0.0, 60.0, 2)
         fold(times, cum, cols, 0.0, 60.0, d, per_node, 0.0, 2)
     for booked in (False, True):
-        earliest_starts(times, cum, cols, d, check, 1, 60.0, 60, 2, 4, np.zeros(1), booked)
+        earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), booked)

@@ -142,10 +142,10 @@ class Profile:
         """
         self._flush_rows(_columns(elig))
         if COMPILED:
-            cols, dd, _, check = self._kernel_args(nodes, d)
-            return kernels.earliest_starts(self.times, self.cum, cols, dd, check, n, float(walltime_s),
-                                           self.grain, self.width, HEAD_COLUMNS, self.first_booking,
-                                           self.any_booking)
+            cols, dd, per_node, check = self._kernel_args(nodes, d)
+            return kernels.earliest_starts(self.times, self.cum, cols, dd, per_node, check, n,
+                                           float(walltime_s), self.grain, self.width, HEAD_COLUMNS,
+                                           self.first_booking, self.any_booking)
         bound = self._first_cover(_columns(elig), d, min(HEAD_COLUMNS, self.width))
         partial = bound < 0  # not covered within the head: -bound is only a lower bound
         if not self.any_booking and not partial.any():
