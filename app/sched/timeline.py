@@ -299,7 +299,7 @@ class Profile:
         booking is empty or names a node twice: a check one by one answers those)."""
         if self.sources is None or not bookings:
             return False
-        if any(end <= start or len(np.unique(nodes)) != len(nodes) for nodes, start, end, _ in bookings):
+        if any(end <= start or _repeats(nodes) for nodes, start, end, _ in bookings):
             return False
         base, releases = self.sources
         saved = (base.copy(), list(self.batches), self.first_booking.copy(), self.booked.copy(),
@@ -307,7 +307,9 @@ class Profile:
         for nodes, start, end, d in bookings:
             self.book_many(nodes, start, end, d)
         self._build()
-        used = np.unique(np.concatenate([nodes for nodes, *_ in bookings]))
+        used = np.zeros(len(self.booked), dtype=bool)
+        for nodes, *_ in bookings:
+            used[nodes] = True
         if (self.cum[:, : self.width, used] >= 0).all():
             return True
         base, self.batches, self.first_booking, self.booked, self.any_booking = saved
