@@ -23,7 +23,7 @@ from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
 from app.sched.sure_waits import SureWaits
-from app.sched.timeline import INF, Demand, Profile, align_up, release_time, run_starts
+from app.sched.timeline import INF, Demand, Profile, align_up, release_time
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit together; False for checks
@@ -583,16 +583,11 @@ class BackfillPass:
         if n == 1:  # the node free earliest; argmin keeps the lowest index on ties
             p = int(np.argmin(times)) if len(times) else 0
             return None if not len(times) or np.isinf(times[p]) else (float(times[p]), nodes[p:p + 1])
-        finite = times[np.isfinite(times)]
-        if len(finite) < n:
+        if np.count_nonzero(np.isfinite(times)) < n:
             return None
-        finite.sort()  # a copy: the instants from the n-th smallest on are the candidates
-        later = finite[n - 1:]
-        for t in later[run_starts(later)][:MAX_INSTANTS_TRIED].tolist():
-            chosen = self._feasible_at(job, t, nodes, times)
-            if chosen is not None:
-                return t, chosen
-        return self._when_quiet(job, nodes, times)
+        need = self.cluster.cap[:, nodes] if job.exclusive else job.demand
+        found = self.profile.common_start(nodes, times, need, n, job.walltime_s, MAX_INSTANTS_TRIED)
+        return found if found is not None else self._when_quiet(job, nodes, times)
 
     def _when_quiet(
         self, job: Job, nodes: np.ndarray, times: np.ndarray
@@ -612,28 +607,6 @@ class BackfillPass:
         (`Profile.earliest_starts`)."""
         nodes = self.cluster.nodes_of(elig)
         return self.profile.earliest_starts(elig, nodes, job.demand, job.nodes, job.walltime_s), nodes
-
-    def _feasible_at(
-        self, job: Job, t: float, nodes: np.ndarray, times: np.ndarray
-    ) -> np.ndarray | None:
-        """n nodes that hold the job over [t, end), or None. The nodes that become available last
-        (closest to t) are taken first: nodes free sooner stay open for backfilling until t.
-
-        A node free from `times[p]` may be booked again later, so a common start t is rechecked
-        over the whole window on every node that carries a booking before the window ends.
-        """
-        end = align_up(t + job.walltime_s, self.grain)
-        ok = times <= t
-        if job.nodes > 1 and self.profile.any_booking:  # else no node is booked before the end
-            recheck = np.flatnonzero(ok & (self.profile.first_booking[nodes] < end))
-            if len(recheck):
-                ok[recheck] = self.profile.holds_over(
-                    nodes[recheck], self._need(job, nodes[recheck]), t, end)
-        pos = np.flatnonzero(ok)
-        if len(pos) < job.nodes:
-            return None
-        best = pos[np.lexsort((pos, -times[pos]))][: job.nodes]
-        return np.sort(nodes[best])
 
 
 def _blocked_detail(profile: Profile) -> str:

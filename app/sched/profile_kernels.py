@@ -105,6 +105,19 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
     return out
 
 
+@njit(cache=True, inline="always")
+def _holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
+           t: float, end: float, w: int) -> bool:
+    """Whether every one of node x's first w instants that overlaps [t, end) covers `need`."""
+    for k in range(w):
+        if times[k, x] >= end:
+            break
+        after = times[k + 1, x] if k + 1 < w else INF
+        if after > t and not _covered(cum, k, x, need, mem, gpu):
+            return False
+    return True
+
+
 @njit(cache=True)
 def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
                check: np.ndarray, t: float, end: float, w: int) -> np.ndarray:
@@ -112,15 +125,38 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
     out = np.ones(len(nodes), dtype=np.bool_)
     mem, gpu = check[1], check[2]
     for i in range(len(nodes)):
-        x, need = nodes[i], _need(d, i if per_node else 0)
-        for k in range(w):
-            if times[k, x] >= end:
-                break
-            after = times[k + 1, x] if k + 1 < w else INF
-            if after > t and not _covered(cum, k, x, need, mem, gpu):
-                out[i] = False
-                break
+        out[i] = _holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, w)
     return out
+
+
+@njit(cache=True)
+def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
+                 d: np.ndarray, per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int,
+                 width: int, first_booking: np.ndarray, any_booking: bool,
+                 tries: int) -> tuple[float, np.ndarray]:
+    """`Profile.common_start`, candidate for candidate; (NaN, no nodes) when none holds."""
+    later = np.sort(node_times[np.isfinite(node_times)])[n - 1 :]
+    mem, gpu = check[1], check[2]
+    tried = 0
+    for c in range(len(later)):
+        t = later[c]
+        if c > 0 and t == later[c - 1]:
+            continue
+        if tried == tries:
+            break
+        tried += 1
+        end = np.ceil((t + walltime) / grain) * grain
+        ok = node_times <= t
+        if any_booking:
+            for i in range(len(nodes)):
+                if ok[i] and first_booking[nodes[i]] < end:
+                    need = _need(d, i if per_node else 0)
+                    ok[i] = _holds(times, cum, nodes[i], need, mem, gpu, t, end, width)
+        pos = np.flatnonzero(ok)
+        if len(pos) >= n:
+            best = pos[np.argsort(-node_times[pos], kind="mergesort")[:n]]  # stable: ties by position
+            return t, np.sort(nodes[best])
+    return np.nan, nodes[:0]
 
 
 @njit(cache=True, inline="always")
@@ -246,3 +282,6 @@ def warm() -> None:
         fold(times, cum, cols, 0.0, 60.0, d, per_node, 0.0, 2)
     for booked in (False, True):
         earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), booked)
+        for per_node in (False, True):
+            common_start(times, cum, cols, np.zeros(1), d, per_node, check, 1, 60.0, 60, 2, np.zeros(1),
+                         booked, 1)

@@ -182,6 +182,46 @@ class Profile:
             nth = nth_smallest(times, n)
             i, chunk = i + chunk, 2 * chunk
 
+    def common_start(self, nodes: np.ndarray, times: np.ndarray, d: Demand, n: int, walltime_s: float,
+                     tries: int) -> tuple[float, np.ndarray] | None:
+        """The earliest instant at which n of `nodes` (each free for the job from `times`, INF:
+        never) all hold d (a triple, or one column per node of `nodes`) for walltime_s, among the
+        first `tries` distinct candidates from the n-th smallest time on; and those nodes, sorted.
+        None if no candidate holds.
+
+        At a candidate t the nodes free by t are taken, those free last first (nodes free sooner
+        stay open for backfilling until t); a node free from `times[p]` may be booked again later,
+        so one that carries a booking before the window ends is checked over the whole window.
+        """
+        if COMPILED:
+            cols, dd, per_node, check = self._kernel_args(nodes, d)
+            t, chosen = kernels.common_start(self.times, self.cum, cols, times, dd, per_node, check, n,
+                                             float(walltime_s), self.grain, self.width, self.first_booking,
+                                             self.any_booking, tries)
+            return None if np.isnan(t) else (t, chosen)
+        finite = np.sort(times[np.isfinite(times)])
+        later = finite[n - 1 :]
+        for t in later[run_starts(later)][:tries].tolist():
+            chosen = self._held_at(t, nodes, times, d, n, walltime_s)
+            if chosen is not None:
+                return t, chosen
+        return None
+
+    def _held_at(self, t: float, nodes: np.ndarray, times: np.ndarray, d: Demand, n: int,
+                 walltime_s: float) -> np.ndarray | None:
+        """n of `nodes` that hold d over [t, its window's end), free last first, or None."""
+        end = align_up(t + walltime_s, self.grain)
+        ok = times <= t
+        if self.any_booking:  # else no node is booked before the end
+            recheck = np.flatnonzero(ok & (self.first_booking[nodes] < end))
+            if len(recheck):
+                ok[recheck] = self.holds_over(nodes[recheck], _part(d, recheck), t, end)
+        pos = np.flatnonzero(ok)
+        if len(pos) < n:
+            return None
+        best = pos[np.lexsort((pos, -times[pos]))][:n]
+        return np.sort(nodes[best])
+
     def first_cover(self, elig: Eligible, d: Demand, head: int | None = None) -> np.ndarray:
         """Per eligible node, the first instant it has d free. Exact for nodes never booked,
         whose free amounts only grow from now on; a lower bound for the others.

@@ -192,7 +192,7 @@ def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
 
 
 questions = st.lists(
-    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over", "earliest_starts"]),
+    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over", "earliest_starts", "common_start"]),
               st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True), triples,
               st.booleans(), st.integers(0, 14), st.integers(0, 14), st.integers(0, 6)),
     min_size=1, max_size=8)
@@ -204,7 +204,8 @@ questions = st.lists(
        changes=changes_on_many, asked=questions, grain=st.sampled_from([1, 60]))
 def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, grain) -> None:  # noqa: ANN001
     """`earliest`, `first_cover` (whole or within a head of instants), `holds_over` and the
-    search `earliest_starts` builds on them, compiled, give the numpy answers exactly, on profiles made of
+    searches built on them (`earliest_starts`, `common_start`), compiled, give the numpy answers
+    exactly, on profiles made of
     releases, starts, bookings (some given back, some per node) and windows anywhere in time,
     for triple and per-node demands, walltimes off the grain included."""
     from unittest import mock
@@ -234,6 +235,10 @@ def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, 
                     answers.append(p.first_cover(whole(n), d, head=head or None).tolist())
                 elif kind == "earliest_starts":  # for a job of 1 to 3 nodes
                     answers.append(p.earliest_starts(whole(n), np.arange(n), d, 1 + a % 3, walltime).tolist())
+                elif kind == "common_start":  # 2 to 4 of the nodes, from when each first has d free
+                    free_from = p.first_cover_of(nodes, demand)
+                    found = p.common_start(nodes, free_from, demand, 2 + a % 3, walltime, 1 + head)
+                    answers.append(found if found is None else (found[0], found[1].tolist()))
                 else:
                     window = (NOW + 60 * a, NOW + 60 * (a + length))
                     answers.append(p.holds_over(nodes, demand, *window).tolist())
@@ -257,3 +262,21 @@ def test_compiled_search_leaves_ties_with_the_nth_best_unsearched_as_the_numpy_o
         for compiled in (False, True):
             with mock.patch.object(timeline, "COMPILED", compiled):
                 assert p.earliest_starts(whole(2), np.arange(2), d, 1, 120.0).tolist() == expected
+
+
+def test_common_start_tries_only_the_candidates_it_is_allowed() -> None:
+    """Three nodes free from 1000, 1060 and 1120, the first booked over [1120, 1180): a two-node,
+    two-minute job cannot hold at 1060 (the booking cuts node 0's window) and holds at 1120 on
+    nodes 1 and 2; with one candidate allowed, none is found. Both implementations agree."""
+    from unittest import mock
+
+    from app.sched import timeline
+
+    p = profile([(1, 0, 0), (0, 0, 0), (0, 0, 0)], [(1, 1060.0, (1, 0, 0)), (2, 1120.0, (1, 0, 0))])
+    p.book(0, 1120.0, 1180.0, (1, 0, 0))
+    free_from = np.array([NOW, 1060.0, 1120.0])
+    for compiled in (False, True):
+        with mock.patch.object(timeline, "COMPILED", compiled):
+            found = p.common_start(np.arange(3), free_from, (1, 0, 0), 2, 120.0, 2)
+            assert found is not None and found[0] == 1120.0 and found[1].tolist() == [1, 2]
+            assert p.common_start(np.arange(3), free_from, (1, 0, 0), 2, 120.0, 1) is None
