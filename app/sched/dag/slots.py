@@ -57,14 +57,17 @@ class GroupSlots:
             s[rows, cols] = [start(r, t, d) for r, t, d in pairs]
         return s
 
-    def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
-        """Earliest starts on group r of tasks given by vectors of ready times and durations."""
+    def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray,
+                  since: float | None = None) -> np.ndarray:
+        """Earliest starts on group r of tasks given by vectors of ready times and durations.
+        `since`: a time none of them can start before, if known (only gaps ending later are tried);
+        else their earliest ready time."""
         s = np.maximum(ready, self.free[r])
         idx = ((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r])).nonzero()[0]
         if not idx.size:
             return s
         td, d = ready[idx], duration[idx]
-        low = float(np.minimum.reduce(td))
+        low = float(np.minimum.reduce(td)) if since is None else since
         a, b = _gaps_after(self.lanes[r], low)
         if not a.size:
             return s
@@ -83,7 +86,9 @@ class GroupSlots:
         A shortcut, exact: a task with est >= that gap end fitted no closed gap (each would have
         let it start before its end), and those gaps only shrank. It now starts either in the one
         new gap, [slot tail, start) when the booking was at the slot's end, or at
-        max(ready, r's new free time). Only the other tasks have the group's gaps searched.
+        max(ready, r's new free time). Only the other tasks have the group's gaps searched, and only
+        the gaps ending after the earliest of their `est`: a booking only takes idle time away, so
+        no task can now start before its earliest start of before.
         """
         tail, gap_end = booked
         if finish <= start:  # nothing was booked
@@ -94,7 +99,8 @@ class GroupSlots:
             np.minimum(out, np.where((t + duration <= start) & (ready < start), t, np.inf), out=out)
         rest = ((est < gap_end) | (duration <= 0)).nonzero()[0]
         if rest.size:
-            out[rest] = self.start_row(r, ready[rest], duration[rest])
+            before = est[rest]
+            out[rest] = self.start_row(r, ready[rest], duration[rest], float(np.minimum.reduce(before)))
         return out
 
     def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
