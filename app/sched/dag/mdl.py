@@ -55,12 +55,14 @@ class ReadyPool:
     touch a second block. Holes are squeezed out (`compact`) once they outnumber the tasks, so
     passes over the positions stay within twice the ready set.
 
-    Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL
-    and the lowest task index reaching it (only while more than 4 blocks' worth of positions are in
-    use: below that, scanning the matrix itself is cheaper). Placing a task touches one block of every
-    group (the task leaves) and one row (t_a of its group grew); the next pair is the best of the
-    G × blocks table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000
-    independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL and
+    a position reaching it (only while more than 4 blocks' worth of positions are in use: below that,
+    scanning the matrix itself is cheaper). Which position among equals is not kept: `top` looks for the
+    lowest task among them in the one block it chooses from (`_lowest_in`), so the many block updates of
+    a step are an argmax each instead of a masked minimum over task indices. Placing a task touches one
+    block of every group (the task leaves) and one row (t_a of its group grew); the next pair is the
+    best of the G × blocks table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready):
+    10,000 independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
     Positions carry no meaning: ties go by task index, so holes change no choice.
     """
 
@@ -72,7 +74,8 @@ class ReadyPool:
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
         self.bmax = np.full((n_groups, 1), -np.inf)
-        self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
+        self.bpos = np.zeros((n_groups, 1), dtype=np.int64)
+        self.starts = np.zeros(1, dtype=np.int64)  # each block's first position
         self.position: dict[int, int] = {}
         self.hi = 0  # positions in use (tasks or holes) are below hi
         self.holes: list[int] = []  # empty positions below hi
@@ -152,16 +155,15 @@ class ReadyPool:
         self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
         more = extra // BLOCK
         self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
-        self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
+        self.bpos = np.hstack([self.bpos, np.zeros((self.g, more), dtype=np.int64)])
+        self.starts = np.arange(0, self.task.size, BLOCK)
 
     def _blocks(self, blocks: np.ndarray) -> None:
         """Recompute the best of these blocks for every group."""
         cols = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
         seg = self.mdl[:, cols].reshape(self.g, blocks.size, BLOCK)
-        best = np.maximum.reduce(seg, axis=2)
-        tasks = self.task[cols].reshape(blocks.size, BLOCK)
-        self.bmax[:, blocks] = best
-        self.btask[:, blocks] = _lowest_reaching(seg, best, tasks)
+        self.bmax[:, blocks] = np.maximum.reduce(seg, axis=2)
+        self.bpos[:, blocks] = seg.argmax(axis=2) + blocks * BLOCK
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then the lower group.
@@ -177,10 +179,18 @@ class ReadyPool:
         if m == -np.inf:
             return -1, -1
         if np.count_nonzero(bmax == m) == 1:  # almost always: a 2-D nonzero costs several times more
-            return self.position[int(self.btask[r, b])], r
+            return self._lowest_in(r, b, m), r
         rows, blocks = np.nonzero(bmax == m)
-        v, r = min(zip(self.btask[rows, blocks].tolist(), rows.tolist(), strict=True))
-        return self.position[v], r
+        pairs = [(self._lowest_in(r, b, m), r) for r, b in zip(rows.tolist(), blocks.tolist(), strict=True)]
+        return min(pairs, key=lambda pair: (int(self.task[pair[0]]), pair[1]))
+
+    def _lowest_in(self, r: int, b: int, m: float) -> int:
+        """The position of the lowest task scoring m on group r in block b (its best is m)."""
+        lo = b * BLOCK
+        at = (self.mdl[r, lo:lo + BLOCK] == m).nonzero()[0]
+        if at.size == 1:
+            return lo + int(at[0])
+        return lo + int(at[self.task[lo + at].argmin()])
 
     def _top_small(self) -> tuple[int, int]:
         if self.hi == 1:  # one position (a chain): its best group, the lowest of equals
@@ -210,7 +220,7 @@ class ReadyPool:
             self.compact()
             return
         if self.blocked:
-            self._forget(p // BLOCK, v)
+            self._forget(p // BLOCK, p)
 
     def compact(self) -> None:
         """Move the tasks to the first `count` positions (in position order) and drop the holes."""
@@ -225,28 +235,29 @@ class ReadyPool:
         self.position = dict(zip(self.task[:k].tolist(), range(k), strict=True))
         self.hi, self.holes = k, []
         nb = -(-hi // BLOCK)  # emptied blocks keep no best (a later _raise would lose to it)
-        self.bmax[:, :nb], self.btask[:, :nb] = -np.inf, NO_TASK
+        self.bmax[:, :nb] = -np.inf
         if self.blocked:
             self._blocks(np.arange(self.blocks))
 
-    def _forget(self, b: int, v: int) -> None:
-        """Task v left block b: recompute the groups whose block best it was."""
+    def _forget(self, b: int, p: int) -> None:
+        """Position p of block b was cleared: recompute the groups whose block best was there (where
+        an equal score stays elsewhere in the block, the best is unchanged)."""
         lo, hi = b * BLOCK, min(self.hi, (b + 1) * BLOCK)
         if hi <= lo:
-            self.bmax[:, b], self.btask[:, b] = -np.inf, NO_TASK
+            self.bmax[:, b] = -np.inf
             return
-        rows = (self.btask[:, b] == v).nonzero()[0]
+        rows = (self.bpos[:, b] == p).nonzero()[0]
         if rows.size:
             seg = self.mdl[rows, lo:hi]
-            best = np.maximum.reduce(seg, axis=1)
-            self.bmax[rows, b] = best
-            self.btask[rows, b] = _lowest_reaching(seg, best, self.task[lo:hi])
+            self.bmax[rows, b] = np.maximum.reduce(seg, axis=1)
+            self.bpos[rows, b] = seg.argmax(axis=1) + lo
 
     def _raise(self, p: int) -> None:
-        """A column arrived at p: it can only raise its block's best."""
-        b, score, v = p // BLOCK, self.mdl[:, p], int(self.task[p])
-        better = (score > self.bmax[:, b]) | ((score == self.bmax[:, b]) & (v < self.btask[:, b]))
-        self.bmax[better, b], self.btask[better, b] = score[better], v
+        """A column arrived at p: it can only raise its block's best (an equal score changes nothing:
+        ties are settled in `top`)."""
+        b, score = p // BLOCK, self.mdl[:, p]
+        better = score > self.bmax[:, b]
+        self.bmax[better, b], self.bpos[better, b] = score[better], p
 
     def span(self) -> int:
         """Positions a row refresh covers (whole blocks while the block table is kept)."""
@@ -270,17 +281,9 @@ class ReadyPool:
         row = np.subtract(self.base[r, :n], est, out=self.mdl[r, :n])
         if not self.blocked:
             return
-        seg = row.reshape(-1, BLOCK)
-        best = np.maximum.reduce(seg, axis=1)
-        self.bmax[r, :seg.shape[0]] = best
-        tasks = self.task[:n].reshape(-1, BLOCK)
-        self.btask[r, :seg.shape[0]] = _lowest_reaching(seg, best, tasks)
-
-
-def _lowest_reaching(seg: np.ndarray, best: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-    """Along the last axis of `seg`, the lowest task scoring `best` (the ufunc reductions, not the
-    array methods: a method call adds a Python wrapper, and these run several times a step)."""
-    return np.minimum.reduce(np.where(seg == best[..., None], tasks, NO_TASK), axis=-1)
+        nb = n // BLOCK
+        at = np.add(row.reshape(nb, BLOCK).argmax(axis=1), self.starts[:nb], out=self.bpos[r, :nb])
+        row.take(at, out=self.bmax[r, :nb])
 
 
 WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)
