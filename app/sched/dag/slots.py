@@ -11,6 +11,7 @@ only the pairs that might fit a gap are searched. The result is exactly the mini
 from __future__ import annotations
 
 from bisect import bisect_right
+from functools import partial
 
 import numpy as np
 
@@ -24,6 +25,10 @@ class GroupSlots:
         self.free = np.empty(g)  # earliest tail over the group's slots
         self.gap = np.empty(g)  # longest closed idle gap over its slots
         self.gap_end = np.empty(g)  # latest end of a closed idle gap (-inf: none)
+        # `start` of each group, as a function of (ready, duration): a one-slot group's is its lane's
+        # `earliest` itself (the minimum over one slot), one call fewer per pair searched
+        self.start_on = [lanes[0].earliest if len(lanes) == 1 else partial(self.start, r)
+                         for r, lanes in enumerate(lanes)]
         for r in range(g):
             self.refresh(r)
 
@@ -53,8 +58,8 @@ class GroupSlots:
         rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
         if rows.size:
             pairs = zip(cols.tolist(), ready[rows, cols].tolist(), duration[rows, cols].tolist(), strict=True)
-            start = self.start
-            s[rows, cols] = [start(r, t, d) for r, t, d in pairs]
+            start_on = self.start_on
+            s[rows, cols] = [start_on[r](t, d) for r, t, d in pairs]
         return s
 
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray,
