@@ -62,25 +62,25 @@ class GroupSlots:
             s[rows, cols] = [start_on[r](t, d) for r, t, d in pairs]
         return s
 
-    def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray,
-                  since: float | None = None) -> np.ndarray:
-        """Earliest starts on group r of tasks given by vectors of ready times and durations.
-        `since`: a time none of them can start before, if known (only gaps ending later are tried);
-        else their earliest ready time."""
+    def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
+        """Earliest starts on group r of tasks given by vectors of ready times and durations."""
         s = np.maximum(ready, self.free[r])
         idx = ((duration <= self.gap[r]) & (ready + duration <= self.gap_end[r])).nonzero()[0]
         if not idx.size:
             return s
-        td, d = ready[idx], duration[idx]
-        low = float(np.minimum.reduce(td)) if since is None else since
-        a, b = _gaps_after(self.lanes[r], low)
-        if not a.size:
-            return s
-        # no filter by gap length first: the fit test below is exact, and filtering costs more here
-        t = np.maximum(td[:, None], a)  # tasks × gaps
-        fits = (t + d[:, None] <= b) & (td[:, None] < b)
-        s[idx] = np.minimum(s[idx], np.minimum.reduce(np.where(fits, t, np.inf), axis=1, initial=np.inf))
+        td = ready[idx]
+        s[idx] = np.minimum(s[idx], self.in_gaps(r, td, duration[idx], float(np.minimum.reduce(td))))
         return s
+
+    def in_gaps(self, r: int, ready: np.ndarray, duration: np.ndarray, since: float) -> np.ndarray:
+        """Each task's earliest start in a closed idle gap of group r (inf where none fits), trying
+        only the gaps ending after `since`, a time none of these tasks can start before. Without
+        a filter first (which tasks could fit any gap, by length): the fit test is exact, so tasks
+        a filter would drop get inf, and filtering costs more calls than it saves here."""
+        a, b = _gaps_after(self.lanes[r], since)
+        t = np.maximum(ready[:, None], a)  # tasks × gaps
+        fits = (t + duration[:, None] <= b) & (ready[:, None] < b)
+        return np.minimum.reduce(t, axis=1, where=fits, initial=np.inf)
 
     def start_after(self, r: int, start: float, finish: float, booked: tuple[float, float],
                     est: np.ndarray, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
@@ -103,9 +103,9 @@ class GroupSlots:
             t = np.maximum(ready, tail)
             np.minimum(out, np.where((t + duration <= start) & (ready < start), t, np.inf), out=out)
         rest = ((est < gap_end) | (duration <= 0)).nonzero()[0]
-        if rest.size:
-            before = est[rest]
-            out[rest] = self.start_row(r, ready[rest], duration[rest], float(np.minimum.reduce(before)))
+        if rest.size:  # (the new gap, if any, is among r's gaps now: the search below covers it)
+            since = float(np.minimum.reduce(est[rest]))
+            out[rest] = np.minimum(out[rest], self.in_gaps(r, ready[rest], duration[rest], since))
         return out
 
     def choose(self, r: int, ready: float, duration: float) -> tuple[int, float]:
