@@ -38,13 +38,21 @@ def base_matrix(c: Compiled) -> np.ndarray:
     return upward_rank(c)[:, None] + c.mean_cost[:, None] - c.cost
 
 
+def durations(c: Compiled) -> np.ndarray:
+    """C(v, R) as the pool keeps it: NaN, not inf, where R cannot run v. Every test a refresh makes of
+    a pair (EST + C >= the booking's start, C <= a gap, ...) is then false for such a pair without
+    a separate test of C < inf over the row at every step; `np.isfinite` still tells them apart."""
+    return np.where(np.isfinite(c.cost), c.cost, np.nan)
+
+
 BLOCK = 64  # positions per block of the pool
 NO_TASK = np.iinfo(np.int64).max
 # An empty position's column (base, t_d, C, EST, MDL). Base −inf and MDL −inf: no pass chooses it,
-# and recomputing MDL as base − EST keeps it −inf; C inf: no refresh takes it for a task that could
-# start there. So clearing a position needs only those three rows (CLEARED), the strided ones of a
-# (5, G, positions) array; t_d and EST may keep the old task's values.
-EMPTY = np.array([-np.inf, np.inf, np.inf, np.inf, -np.inf])[:, None, None]
+# and recomputing MDL as base − EST keeps it −inf; C NaN, as for a pair that cannot run (`durations`):
+# no refresh takes it for a task that could start there. So clearing a position needs only those
+# three rows (CLEARED), the strided ones of a (5, G, positions) array; t_d and EST may keep the old
+# task's values.
+EMPTY = np.array([-np.inf, np.inf, np.nan, np.inf, -np.inf])[:, None, None]
 CLEARED = slice(0, 5, 2)  # base, C, MDL
 
 
@@ -92,7 +100,8 @@ class ReadyPool:
 
     def add(self, tasks: list[int], base: np.ndarray, td: np.ndarray, dur: np.ndarray,
             est: np.ndarray) -> None:
-        """Tasks made ready, with their rows of `base`, t_d, C and EST (len(tasks) × G)."""
+        """Tasks made ready, with their rows of `base`, t_d, C (NaN where a group cannot run the task:
+        `durations`) and EST (len(tasks) × G)."""
         if not tasks:
             return
         if len(tasks) <= 4:  # the common case: column by column, plain indexing
@@ -274,7 +283,7 @@ class ReadyPool:
         if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
             np.maximum(self.td[r, :n], slots.free[r], out=est)
         else:
-            hit = ((est < finish) & (est + dur >= start) & (dur < np.inf)).nonzero()[0]
+            hit = ((est < finish) & (est + dur >= start)).nonzero()[0]  # C NaN: never (`durations`)
             if not hit.size:
                 return
             est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
@@ -294,16 +303,16 @@ class MdlPlanner:
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
         state = PlanState(c)
-        base = base_matrix(c)
+        base, dur = base_matrix(c), durations(c)
         slots = GroupSlots(state.lanes)
         pool = ReadyPool(c.n_groups)
-        _add(pool, state, slots, base, state.ready)
+        _add(pool, state, slots, base, dur, state.ready)
         steps: list[Step] = []
         unplaced = sum(pl is None for pl in state.placements)
         wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
             if unplaced == pool.count >= WAVE_MIN and not explain:  # every task left is ready
-                td, dur = pool.td[:, :pool.hi], pool.dur[:, :pool.hi]  # holes: C = inf, no task
+                td, dur = pool.td[:, :pool.hi], pool.dur[:, :pool.hi]  # holes: C NaN, no task
                 if wave_bounds is None or unplaced <= fresh - max(BLOCK, fresh // 8):
                     # now and then (the bounds loosen as tasks leave), every gap against every task
                     wave_bounds, fresh = bounds(td, dur), unplaced
@@ -325,7 +334,7 @@ class MdlPlanner:
             pool.remove(p)
             slots.refresh(r)
             pool.group_later(r, start, finish, slots, booked)
-            _add(pool, state, slots, base, newly)
+            _add(pool, state, slots, base, dur, newly)
         return Plan(NAME, state.result(), steps)
 
 
@@ -345,14 +354,15 @@ def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
         wave.placed(p, r)
 
 
-def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, tasks: list[int]) -> None:
+def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, dur: np.ndarray,
+         tasks: list[int]) -> None:
     if tasks:
         td = np.full((len(tasks), state.c.n_groups), state.now)  # tasks without inputs: ready now
         for i, v in enumerate(tasks):
             if state.c.preds[v]:
                 td[i] = state.arrival(v)
-        dur = state.c.cost[tasks]
-        pool.add(tasks, base[tasks], td, dur, slots.start_matrix(td, dur))
+        cost = dur[tasks]
+        pool.add(tasks, base[tasks], td, cost, slots.start_matrix(td, cost))
 
 
 def _step(pool: ReadyPool, p: int, r: int, start: float) -> Step:
