@@ -69,7 +69,7 @@ class ReadyPool:
     lowest task among them in the one block it chooses from (`_lowest_in`), so the many block updates of
     a step are an argmax each instead of a masked minimum over task indices. Placing a task touches one
     block of every group (the task leaves) and one row (t_a of its group grew); the next pair is the
-    best of the G × blocks table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready):
+    best of the blocks × G table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready):
     10,000 independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
     Positions carry no meaning: ties go by task index, so holes change no choice.
     """
@@ -81,8 +81,10 @@ class ReadyPool:
         self.rows = np.broadcast_to(EMPTY, (5, n_groups, BLOCK)).copy()
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
-        self.bmax = np.full((n_groups, 1), -np.inf)
-        self.bpos = np.zeros((n_groups, 1), dtype=np.int64)
+        # the block table, (blocks, G): a block's row is contiguous, as the updates of a removal
+        # and an arrival (one block, some groups) read and write it
+        self.bmax = np.full((1, n_groups), -np.inf)
+        self.bpos = np.zeros((1, n_groups), dtype=np.int64)
         self.starts = np.zeros(1, dtype=np.int64)  # each block's first position
         self.position: dict[int, int] = {}
         self.hi = 0  # positions in use (tasks or holes) are below hi
@@ -163,16 +165,16 @@ class ReadyPool:
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
         more = extra // BLOCK
-        self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
-        self.bpos = np.hstack([self.bpos, np.zeros((self.g, more), dtype=np.int64)])
+        self.bmax = np.vstack([self.bmax, np.full((more, self.g), -np.inf)])
+        self.bpos = np.vstack([self.bpos, np.zeros((more, self.g), dtype=np.int64)])
         self.starts = np.arange(0, self.task.size, BLOCK)
 
     def _blocks(self, blocks: np.ndarray) -> None:
         """Recompute the best of these blocks for every group."""
         cols = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
         seg = self.mdl[:, cols].reshape(self.g, blocks.size, BLOCK)
-        self.bmax[:, blocks] = np.maximum.reduce(seg, axis=2)
-        self.bpos[:, blocks] = seg.argmax(axis=2) + blocks * BLOCK
+        self.bmax[blocks] = np.maximum.reduce(seg, axis=2).T
+        self.bpos[blocks] = (seg.argmax(axis=2) + blocks * BLOCK).T
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then the lower group.
@@ -182,14 +184,14 @@ class ReadyPool:
         nb = self.blocks
         if not nb:
             return -1, -1
-        bmax = self.bmax[:, :nb]
-        r, b = divmod(int(bmax.argmax()), nb)
-        m = bmax[r, b]
+        bmax = self.bmax[:nb]
+        b, r = divmod(int(bmax.argmax()), self.g)
+        m = bmax[b, r]
         if m == -np.inf:
             return -1, -1
         if np.count_nonzero(bmax == m) == 1:  # almost always: a 2-D nonzero costs several times more
             return self._lowest_in(r, b, m), r
-        rows, blocks = np.nonzero(bmax == m)
+        blocks, rows = np.nonzero(bmax == m)
         pairs = [(self._lowest_in(r, b, m), r) for r, b in zip(rows.tolist(), blocks.tolist(), strict=True)]
         return min(pairs, key=lambda pair: (int(self.task[pair[0]]), pair[1]))
 
@@ -244,7 +246,7 @@ class ReadyPool:
         self.position = dict(zip(self.task[:k].tolist(), range(k), strict=True))
         self.hi, self.holes = k, []
         nb = -(-hi // BLOCK)  # emptied blocks keep no best (a later _raise would lose to it)
-        self.bmax[:, :nb] = -np.inf
+        self.bmax[:nb] = -np.inf
         if self.blocked:
             self._blocks(np.arange(self.blocks))
 
@@ -253,20 +255,21 @@ class ReadyPool:
         an equal score stays elsewhere in the block, the best is unchanged)."""
         lo, hi = b * BLOCK, min(self.hi, (b + 1) * BLOCK)
         if hi <= lo:
-            self.bmax[:, b] = -np.inf
+            self.bmax[b] = -np.inf
             return
-        rows = (self.bpos[:, b] == p).nonzero()[0]
+        rows = (self.bpos[b] == p).nonzero()[0]
         if rows.size:
             seg = self.mdl[rows, lo:hi]
-            self.bmax[rows, b] = np.maximum.reduce(seg, axis=1)
-            self.bpos[rows, b] = seg.argmax(axis=1) + lo
+            self.bmax[b][rows] = np.maximum.reduce(seg, axis=1)
+            self.bpos[b][rows] = seg.argmax(axis=1) + lo
 
     def _raise(self, p: int) -> None:
         """A column arrived at p: it can only raise its block's best (an equal score changes nothing:
         ties are settled in `top`)."""
         b, score = p // BLOCK, self.mdl[:, p]
-        better = score > self.bmax[:, b]
-        self.bmax[better, b], self.bpos[better, b] = score[better], p
+        bmax = self.bmax[b]
+        better = score > bmax
+        bmax[better], self.bpos[b][better] = score[better], p
 
     def span(self) -> int:
         """Positions a row refresh covers (whole blocks while the block table is kept)."""
@@ -286,13 +289,13 @@ class ReadyPool:
             hit = ((est < finish) & (est + dur >= start)).nonzero()[0]  # C NaN: never (`durations`)
             if not hit.size:
                 return
-            est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
+            est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r][hit], dur[hit])
         row = np.subtract(self.base[r, :n], est, out=self.mdl[r, :n])
         if not self.blocked:
             return
         nb = n // BLOCK
-        at = np.add(row.reshape(nb, BLOCK).argmax(axis=1), self.starts[:nb], out=self.bpos[r, :nb])
-        row.take(at, out=self.bmax[r, :nb])
+        at = np.add(row.reshape(nb, BLOCK).argmax(axis=1), self.starts[:nb], out=self.bpos[:nb, r])
+        row.take(at, out=self.bmax[:nb, r])
 
 
 WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)
