@@ -55,11 +55,13 @@ class GroupSlots:
     def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
         s = np.maximum(ready, self.free)
-        rows, cols = np.nonzero((duration <= self.gap) & (ready + duration <= self.gap_end))
-        if rows.size:
-            pairs = zip(cols.tolist(), ready[rows, cols].tolist(), duration[rows, cols].tolist(), strict=True)
+        # the pairs that might fit a gap, as flat indices: 1-D gathers, ~2x cheaper than (row, column) pairs
+        at = ((duration <= self.gap) & (ready + duration <= self.gap_end)).ravel().nonzero()[0]
+        if at.size:
+            groups = (at % self.free.size).tolist()
+            pairs = zip(groups, ready.ravel()[at].tolist(), duration.ravel()[at].tolist(), strict=True)
             start_on = self.start_on
-            s[rows, cols] = [start_on[r](t, d) for r, t, d in pairs]
+            s.ravel()[at] = [start_on[r](t, d) for r, t, d in pairs]  # (s is new, so contiguous: a view)
         return s
 
     def start_row(self, r: int, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
