@@ -88,24 +88,24 @@ class LastWave:
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then group. (-1, -1): done."""
-        m = self.best.max()
-        if m == -np.inf:
+        m = np.maximum.reduce(self.best)  # (ufuncs and methods, not numpy's Python-level wrappers
+        if m == -np.inf:                  # such as np.flatnonzero: this runs once per task)
             return -1, -1
-        rows = np.flatnonzero(self.best == m)
-        i = int(np.argmin(self.task[self.best_pos[rows]]))  # rows ascend: equal tasks go to the lower
+        rows = (self.best == m).nonzero()[0]
+        i = int(self.task[self.best_pos[rows]].argmin())  # rows ascend: equal tasks go to the lower
         return int(self.best_pos[rows[i]]), int(rows[i])
 
     def placed(self, p: int, r: int) -> None:
         """The task at p was placed on r: rescore r and the groups whose best it was."""
         self.left[p] = False
-        rows = np.flatnonzero(self.best_pos == p)
-        self._rescore(rows if r in rows else np.append(rows, r))
+        rows = (self.best_pos == p).nonzero()[0]
+        self._rescore(rows if r in rows else np.concatenate((rows, [r])))
 
     def _rescore(self, rows: np.ndarray) -> None:
         h = self.head[rows]
         while True:  # skip placed tasks (each row's head only moves forward)
             gone = ~self.left[self.order[rows, h]]
-            if not gone.any():
+            if not np.logical_or.reduce(gone):
                 break
             h += gone
         self.head[rows] = h
@@ -113,7 +113,7 @@ class LastWave:
         score = self.sorted_base[rows, h] - free
         pos = self.order[rows, h]
         nxt = self.next_run[rows, h]
-        close = np.flatnonzero((score > -np.inf) & (self.sorted_base[rows, nxt] - free == score))
+        close = ((score > -np.inf) & (self.sorted_base[rows, nxt] - free == score)).nonzero()[0]
         for i in close.tolist():  # rounding made a smaller base score alike: the lower task may win
             pos[i] = self._lowest(int(rows[i]), int(h[i]), float(score[i]))
         self.best[rows] = score
