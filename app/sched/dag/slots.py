@@ -40,15 +40,6 @@ class GroupSlots:
         self.gap[r] = max([lane.max_gap for lane in lanes])
         self.gap_end[r] = max([lane.last_gap_end for lane in lanes])
 
-    def start(self, r: int, ready: float, duration: float) -> float:
-        lanes = self.lanes[r]
-        s = lanes[0].earliest(ready, duration)
-        for lane in lanes[1:]:  # a loop, not min() over a generator: this runs per (task, group)
-            t = lane.earliest(ready, duration)
-            if t < s:
-                s = t
-        return s
-
     def start_matrix(self, ready: np.ndarray, duration: np.ndarray) -> np.ndarray:
         """(tasks, groups) earliest starts; `ready` and `duration` have that shape."""
         s = np.maximum(ready, self.free)
@@ -122,9 +113,9 @@ class GroupSlots:
 
 
 def _start_on(lanes: list[Lane]) -> Callable[[float, float], float]:
-    """`GroupSlots.start` on a group of these slots, as a function of (ready, duration) calling the
-    slots' `Lane.earliest` directly (one slot: that method itself): one or two Python calls fewer
-    per pair `start_matrix` searches. The same minimum, the first slot's on ties."""
+    """A group's earliest start, the smallest `Lane.earliest` over these slots, as a function of
+    (ready, duration) that calls them directly (one slot: that method itself; two: no loop): this
+    runs for each pair `start_matrix` searches."""
     if len(lanes) == 1:
         return lanes[0].earliest
     if len(lanes) == 2:
