@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.sched.dag.slots import GroupSlots
-from app.sched.dag.state import Lane
+from app.sched.dag.state import Lane, reach
 
 TIMES = st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 4.5, 7.0, 10.0])  # few values: many exact ties
 BOOKING = st.tuples(st.integers(0, 2), st.integers(0, 2), TIMES, TIMES)  # group, slot, ready, duration
@@ -66,3 +66,14 @@ def test_start_after_a_booking_equals_a_full_search(
     hit = (est < start + d0) & (est + dur >= start)
     got = gs.start_after(r, start, start + d0, booked, est[hit], ready[hit], dur[hit])
     assert np.array_equal(got, gs.start_row(r, ready[hit], dur[hit]))
+
+
+@given(st.floats(-1e300, 1e300), st.floats(-1e300, 1e300))
+@example(0.0, 0.0)
+@example(0.0, -0.0)
+@example(1.0, 2.0)
+@example(0.0, -4.0)
+@example(0.0, 5e-324)
+def test_reach_margin_is_two_spacings(a: float, b: float) -> None:
+    """`reach` takes the unit in the last place with math.ulp: it must be NumPy's spacing, sign included."""
+    assert reach(a, b) == b - a + 2 * float(np.spacing(b))

@@ -38,13 +38,21 @@ def base_matrix(c: Compiled) -> np.ndarray:
     return upward_rank(c)[:, None] + c.mean_cost[:, None] - c.cost
 
 
+def durations(c: Compiled) -> np.ndarray:
+    """C(v, R) as the pool keeps it: NaN, not inf, where R cannot run v. Every test a refresh makes of
+    a pair (EST + C >= the booking's start, C <= a gap, ...) is then false for such a pair without
+    a separate test of C < inf over the row at every step; `np.isfinite` still tells them apart."""
+    return np.where(np.isfinite(c.cost), c.cost, np.nan)
+
+
 BLOCK = 64  # positions per block of the pool
 NO_TASK = np.iinfo(np.int64).max
 # An empty position's column (base, t_d, C, EST, MDL). Base −inf and MDL −inf: no pass chooses it,
-# and recomputing MDL as base − EST keeps it −inf; C inf: no refresh takes it for a task that could
-# start there. So clearing a position needs only those three rows (CLEARED), the strided ones of a
-# (5, G, positions) array; t_d and EST may keep the old task's values.
-EMPTY = np.array([-np.inf, np.inf, np.inf, np.inf, -np.inf])[:, None, None]
+# and recomputing MDL as base − EST keeps it −inf; C NaN, as for a pair that cannot run (`durations`):
+# no refresh takes it for a task that could start there. So clearing a position needs only those
+# three rows (CLEARED), the strided ones of a (5, G, positions) array; t_d and EST may keep the old
+# task's values.
+EMPTY = np.array([-np.inf, np.inf, np.nan, np.inf, -np.inf])[:, None, None]
 CLEARED = slice(0, 5, 2)  # base, C, MDL
 
 
@@ -55,12 +63,14 @@ class ReadyPool:
     touch a second block. Holes are squeezed out (`compact`) once they outnumber the tasks, so
     passes over the positions stay within twice the ready set.
 
-    Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL
-    and the lowest task index reaching it (only while more than 4 blocks' worth of positions are in
-    use: below that, scanning the matrix itself is cheaper). Placing a task touches one block of every
-    group (the task leaves) and one row (t_a of its group grew); the next pair is the best of the
-    G × blocks table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready): 10,000
-    independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
+    Positions are cut into blocks of BLOCK; for every group and block the pool keeps the largest MDL and
+    a position reaching it (only while more than 4 blocks' worth of positions are in use: below that,
+    scanning the matrix itself is cheaper). Which position among equals is not kept: `top` looks for the
+    lowest task among them in the one block it chooses from (`_lowest_in`), so the many block updates of
+    a step are an argmax each instead of a masked minimum over task indices. Placing a task touches one
+    block of every group (the task leaves) and one row (t_a of its group grew); the next pair is the
+    best of the blocks × G table. A step costs O(G·BLOCK + ready + G·ready/BLOCK), never O(G·ready):
+    10,000 independent tasks on 64 groups would otherwise recompute most of the matrix at every step.
     Positions carry no meaning: ties go by task index, so holes change no choice.
     """
 
@@ -71,8 +81,11 @@ class ReadyPool:
         self.rows = np.broadcast_to(EMPTY, (5, n_groups, BLOCK)).copy()
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.full(BLOCK, NO_TASK, dtype=np.int64)
-        self.bmax = np.full((n_groups, 1), -np.inf)
-        self.btask = np.full((n_groups, 1), NO_TASK, dtype=np.int64)
+        # the block table, (blocks, G): a block's row is contiguous, as the updates of a removal
+        # and an arrival (one block, some groups) read and write it
+        self.bmax = np.full((1, n_groups), -np.inf)
+        self.bpos = np.zeros((1, n_groups), dtype=np.int64)
+        self.starts = np.zeros(1, dtype=np.int64)  # each block's first position
         self.position: dict[int, int] = {}
         self.hi = 0  # positions in use (tasks or holes) are below hi
         self.holes: list[int] = []  # empty positions below hi
@@ -89,7 +102,8 @@ class ReadyPool:
 
     def add(self, tasks: list[int], base: np.ndarray, td: np.ndarray, dur: np.ndarray,
             est: np.ndarray) -> None:
-        """Tasks made ready, with their rows of `base`, t_d, C and EST (len(tasks) × G)."""
+        """Tasks made ready, with their rows of `base`, t_d, C (NaN where a group cannot run the task:
+        `durations`) and EST (len(tasks) × G)."""
         if not tasks:
             return
         if len(tasks) <= 4:  # the common case: column by column, plain indexing
@@ -115,6 +129,10 @@ class ReadyPool:
             self._blocks(np.arange(self.blocks))
             return
         if not self.blocked:
+            return
+        if len(tasks) <= BLOCK:  # a few columns: each raises its block's best, cheaper than a rescan
+            for p in (range(cols.start, cols.stop) if isinstance(cols, slice) else cols.tolist()):
+                self._raise(p)
             return
         self._blocks(blocks)
 
@@ -151,17 +169,24 @@ class ReadyPool:
         self.base, self.td, self.dur, self.est, self.mdl = self.rows
         self.task = np.concatenate([self.task, np.full(extra, NO_TASK, dtype=np.int64)])
         more = extra // BLOCK
-        self.bmax = np.hstack([self.bmax, np.full((self.g, more), -np.inf)])
-        self.btask = np.hstack([self.btask, np.full((self.g, more), NO_TASK, dtype=np.int64)])
+        self.bmax = np.vstack([self.bmax, np.full((more, self.g), -np.inf)])
+        self.bpos = np.vstack([self.bpos, np.zeros((more, self.g), dtype=np.int64)])
+        self.starts = np.arange(0, self.task.size, BLOCK)
 
     def _blocks(self, blocks: np.ndarray) -> None:
-        """Recompute the best of these blocks for every group."""
-        cols = (blocks[:, None] * BLOCK + np.arange(BLOCK)).ravel()
-        seg = self.mdl[:, cols].reshape(self.g, blocks.size, BLOCK)
-        best = np.maximum.reduce(seg, axis=2)
-        tasks = self.task[cols].reshape(blocks.size, BLOCK)
-        self.bmax[:, blocks] = best
-        self.btask[:, blocks] = _lowest_reaching(seg, best, tasks)
+        """Recompute the best of these blocks (ascending) for every group."""
+        if blocks.size and blocks[-1] - blocks[0] + 1 == blocks.size:
+            self._block_range(int(blocks[0]), int(blocks[-1]) + 1)
+            return
+        for b in blocks.tolist():
+            self._block_range(b, b + 1)
+
+    def _block_range(self, b0: int, b1: int) -> None:
+        """Recompute the best of blocks b0 to b1 − 1 for every group, on a view of the matrix (a
+        gather of the blocks' columns first costs several times more for many groups)."""
+        seg = self.mdl[:, b0 * BLOCK:b1 * BLOCK].reshape(self.g, b1 - b0, BLOCK)
+        self.bmax[b0:b1] = np.maximum.reduce(seg, axis=2).T
+        self.bpos[b0:b1] = (seg.argmax(axis=2) + self.starts[b0:b1]).T
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then the lower group.
@@ -171,16 +196,24 @@ class ReadyPool:
         nb = self.blocks
         if not nb:
             return -1, -1
-        bmax = self.bmax[:, :nb]
-        r, b = divmod(int(bmax.argmax()), nb)
-        m = bmax[r, b]
+        bmax = self.bmax[:nb]
+        b, r = divmod(int(bmax.argmax()), self.g)
+        m = bmax[b, r]
         if m == -np.inf:
             return -1, -1
         if np.count_nonzero(bmax == m) == 1:  # almost always: a 2-D nonzero costs several times more
-            return self.position[int(self.btask[r, b])], r
-        rows, blocks = np.nonzero(bmax == m)
-        v, r = min(zip(self.btask[rows, blocks].tolist(), rows.tolist(), strict=True))
-        return self.position[v], r
+            return self._lowest_in(r, b, m), r
+        blocks, rows = np.nonzero(bmax == m)
+        pairs = [(self._lowest_in(r, b, m), r) for r, b in zip(rows.tolist(), blocks.tolist(), strict=True)]
+        return min(pairs, key=lambda pair: (int(self.task[pair[0]]), pair[1]))
+
+    def _lowest_in(self, r: int, b: int, m: float) -> int:
+        """The position of the lowest task scoring m on group r in block b (its best is m)."""
+        lo = b * BLOCK
+        at = (self.mdl[r, lo:lo + BLOCK] == m).nonzero()[0]
+        if at.size == 1:
+            return lo + int(at[0])
+        return lo + int(at[self.task[lo + at].argmin()])
 
     def _top_small(self) -> tuple[int, int]:
         if self.hi == 1:  # one position (a chain): its best group, the lowest of equals
@@ -210,7 +243,7 @@ class ReadyPool:
             self.compact()
             return
         if self.blocked:
-            self._forget(p // BLOCK, v)
+            self._forget(p // BLOCK, p)
 
     def compact(self) -> None:
         """Move the tasks to the first `count` positions (in position order) and drop the holes."""
@@ -225,28 +258,30 @@ class ReadyPool:
         self.position = dict(zip(self.task[:k].tolist(), range(k), strict=True))
         self.hi, self.holes = k, []
         nb = -(-hi // BLOCK)  # emptied blocks keep no best (a later _raise would lose to it)
-        self.bmax[:, :nb], self.btask[:, :nb] = -np.inf, NO_TASK
+        self.bmax[:nb] = -np.inf
         if self.blocked:
             self._blocks(np.arange(self.blocks))
 
-    def _forget(self, b: int, v: int) -> None:
-        """Task v left block b: recompute the groups whose block best it was."""
+    def _forget(self, b: int, p: int) -> None:
+        """Position p of block b was cleared: recompute the groups whose block best was there (where
+        an equal score stays elsewhere in the block, the best is unchanged)."""
         lo, hi = b * BLOCK, min(self.hi, (b + 1) * BLOCK)
         if hi <= lo:
-            self.bmax[:, b], self.btask[:, b] = -np.inf, NO_TASK
+            self.bmax[b] = -np.inf
             return
-        rows = (self.btask[:, b] == v).nonzero()[0]
+        rows = (self.bpos[b] == p).nonzero()[0]
         if rows.size:
             seg = self.mdl[rows, lo:hi]
-            best = np.maximum.reduce(seg, axis=1)
-            self.bmax[rows, b] = best
-            self.btask[rows, b] = _lowest_reaching(seg, best, self.task[lo:hi])
+            self.bmax[b][rows] = np.maximum.reduce(seg, axis=1)
+            self.bpos[b][rows] = seg.argmax(axis=1) + lo
 
     def _raise(self, p: int) -> None:
-        """A column arrived at p: it can only raise its block's best."""
-        b, score, v = p // BLOCK, self.mdl[:, p], int(self.task[p])
-        better = (score > self.bmax[:, b]) | ((score == self.bmax[:, b]) & (v < self.btask[:, b]))
-        self.bmax[better, b], self.btask[better, b] = score[better], v
+        """A column arrived at p: it can only raise its block's best (an equal score changes nothing:
+        ties are settled in `top`)."""
+        b, score = p // BLOCK, self.mdl[:, p]
+        bmax = self.bmax[b]
+        better = score > bmax
+        bmax[better], self.bpos[b][better] = score[better], p
 
     def span(self) -> int:
         """Positions a row refresh covers (whole blocks while the block table is kept)."""
@@ -263,24 +298,16 @@ class ReadyPool:
         if slots.gap_end[r] == -np.inf:  # no idle gap on r: EST is max(t_d, free), one vector operation
             np.maximum(self.td[r, :n], slots.free[r], out=est)
         else:
-            hit = ((est < finish) & (est + dur >= start) & (dur < np.inf)).nonzero()[0]
+            hit = ((est < finish) & (est + dur >= start)).nonzero()[0]  # C NaN: never (`durations`)
             if not hit.size:
                 return
-            est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r, hit], dur[hit])
+            est[hit] = slots.start_after(r, start, finish, booked, est[hit], self.td[r][hit], dur[hit])
         row = np.subtract(self.base[r, :n], est, out=self.mdl[r, :n])
         if not self.blocked:
             return
-        seg = row.reshape(-1, BLOCK)
-        best = np.maximum.reduce(seg, axis=1)
-        self.bmax[r, :seg.shape[0]] = best
-        tasks = self.task[:n].reshape(-1, BLOCK)
-        self.btask[r, :seg.shape[0]] = _lowest_reaching(seg, best, tasks)
-
-
-def _lowest_reaching(seg: np.ndarray, best: np.ndarray, tasks: np.ndarray) -> np.ndarray:
-    """Along the last axis of `seg`, the lowest task scoring `best` (the ufunc reductions, not the
-    array methods: a method call adds a Python wrapper, and these run several times a step)."""
-    return np.minimum.reduce(np.where(seg == best[..., None], tasks, NO_TASK), axis=-1)
+        nb = n // BLOCK
+        at = np.add(row.reshape(nb, BLOCK).argmax(axis=1), self.starts[:nb], out=self.bpos[:nb, r])
+        row.take(at, out=self.bmax[:nb, r])
 
 
 WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests lower it)
@@ -291,16 +318,16 @@ class MdlPlanner:
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
         state = PlanState(c)
-        base = base_matrix(c)
+        base, dur = base_matrix(c), durations(c)
         slots = GroupSlots(state.lanes)
         pool = ReadyPool(c.n_groups)
-        _add(pool, state, slots, base, state.ready)
+        _add(pool, state, slots, base, dur, state.ready)
         steps: list[Step] = []
         unplaced = sum(pl is None for pl in state.placements)
         wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
             if unplaced == pool.count >= WAVE_MIN and not explain:  # every task left is ready
-                td, dur = pool.td[:, :pool.hi], pool.dur[:, :pool.hi]  # holes: C = inf, no task
+                td, dur = pool.td[:, :pool.hi], pool.dur[:, :pool.hi]  # holes: C NaN, no task
                 if wave_bounds is None or unplaced <= fresh - max(BLOCK, fresh // 8):
                     # now and then (the bounds loosen as tasks leave), every gap against every task
                     wave_bounds, fresh = bounds(td, dur), unplaced
@@ -322,7 +349,7 @@ class MdlPlanner:
             pool.remove(p)
             slots.refresh(r)
             pool.group_later(r, start, finish, slots, booked)
-            _add(pool, state, slots, base, newly)
+            _add(pool, state, slots, base, dur, newly)
         return Plan(NAME, state.result(), steps)
 
 
@@ -342,14 +369,16 @@ def _last_wave(pool: ReadyPool, state: PlanState, slots: GroupSlots) -> None:
         wave.placed(p, r)
 
 
-def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, tasks: list[int]) -> None:
+def _add(pool: ReadyPool, state: PlanState, slots: GroupSlots, base: np.ndarray, dur: np.ndarray,
+         tasks: list[int]) -> None:
     if tasks:
-        td = np.full((len(tasks), state.c.n_groups), state.now)  # tasks without inputs: ready now
+        td = np.empty((len(tasks), state.c.n_groups))
+        td.fill(state.now)  # tasks without inputs: ready now (not np.full: its Python wrapper costs more)
         for i, v in enumerate(tasks):
             if state.c.preds[v]:
                 td[i] = state.arrival(v)
-        dur = state.c.cost[tasks]
-        pool.add(tasks, base[tasks], td, dur, slots.start_matrix(td, dur))
+        cost = dur[tasks]
+        pool.add(tasks, base[tasks], td, cost, slots.start_matrix(td, cost))
 
 
 def _step(pool: ReadyPool, p: int, r: int, start: float) -> Step:

@@ -81,6 +81,11 @@ class LastWave:
         self.order = np.hstack([order, np.full((g, 1), m)])
         self.sorted_base = np.hstack([np.take_along_axis(base, order, axis=1), np.full((g, 1), -np.inf)])
         self.next_run = np.hstack([_next_run(self.sorted_base[:, :m]), np.full((g, 1), m)])
+        # the three (G, m + 1) tables above, flat: `_rescore` indexes them at (row, head) pairs, and
+        # a 1-D gather at row × (m + 1) + head costs a third of a 2-D one at (rows, heads)
+        self.width = m + 1
+        self.order_at, self.base_at = self.order.ravel(), self.sorted_base.ravel()
+        self.next_at = self.next_run.ravel()
         self.head = np.zeros(g, dtype=np.int64)
         self.best = np.full(g, -np.inf)
         self.best_pos = np.full(g, -1, dtype=np.int64)
@@ -88,32 +93,35 @@ class LastWave:
 
     def top(self) -> tuple[int, int]:
         """(position, group) of the largest MDL; ties to the lower task, then group. (-1, -1): done."""
-        m = self.best.max()
-        if m == -np.inf:
+        m = np.maximum.reduce(self.best)  # (ufuncs and methods, not numpy's Python-level wrappers
+        if m == -np.inf:                  # such as np.flatnonzero: this runs once per task)
             return -1, -1
-        rows = np.flatnonzero(self.best == m)
-        i = int(np.argmin(self.task[self.best_pos[rows]]))  # rows ascend: equal tasks go to the lower
+        rows = (self.best == m).nonzero()[0]
+        i = int(self.task[self.best_pos[rows]].argmin())  # rows ascend: equal tasks go to the lower
         return int(self.best_pos[rows[i]]), int(rows[i])
 
     def placed(self, p: int, r: int) -> None:
         """The task at p was placed on r: rescore r and the groups whose best it was."""
         self.left[p] = False
-        rows = np.flatnonzero(self.best_pos == p)
-        self._rescore(rows if r in rows else np.append(rows, r))
+        rows = (self.best_pos == p).nonzero()[0]
+        self._rescore(rows if r in rows else np.concatenate((rows, [r])))
 
     def _rescore(self, rows: np.ndarray) -> None:
         h = self.head[rows]
+        row_at = rows * self.width
+        at = row_at + h
         while True:  # skip placed tasks (each row's head only moves forward)
-            gone = ~self.left[self.order[rows, h]]
-            if not gone.any():
+            gone = ~self.left[self.order_at[at]]
+            if not np.logical_or.reduce(gone):
                 break
             h += gone
+            at += gone
         self.head[rows] = h
         free = self.slots.free[rows]
-        score = self.sorted_base[rows, h] - free
-        pos = self.order[rows, h]
-        nxt = self.next_run[rows, h]
-        close = np.flatnonzero((score > -np.inf) & (self.sorted_base[rows, nxt] - free == score))
+        score = self.base_at[at] - free
+        pos = self.order_at[at]
+        nxt = self.next_at[at]
+        close = ((score > -np.inf) & (self.base_at[row_at + nxt] - free == score)).nonzero()[0]
         for i in close.tolist():  # rounding made a smaller base score alike: the lower task may win
             pos[i] = self._lowest(int(rows[i]), int(h[i]), float(score[i]))
         self.best[rows] = score
