@@ -154,9 +154,19 @@ def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_tim
                     ok[i] = _holds(times, cum, nodes[i], need, mem, gpu, t, end, width)
         pos = np.flatnonzero(ok)
         if len(pos) >= n:
-            best = pos[np.argsort(-node_times[pos], kind="mergesort")[:n]]  # stable: ties by position
-            return t, np.sort(nodes[best])
+            return t, np.sort(nodes[_latest(node_times[pos], pos, n)])
     return np.nan, nodes[:0]
+
+
+@njit(cache=True)
+def _latest(values: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
+    """The n of `pos` with the largest `values`, ties at the cut taken in position order: the
+    first n of a stable sort by decreasing value, as a set, found by selection (no sort)."""
+    cut = -np.partition(-values, n - 1)[n - 1]  # the n-th largest value
+    above = values > cut
+    out = pos[above]
+    at_cut = pos[values == cut][: n - len(out)]
+    return np.concatenate((out, at_cut))
 
 
 @njit(cache=True, inline="always")
@@ -228,7 +238,7 @@ def _nth_smallest(times: np.ndarray, n: int) -> float:
     if n == 1:
         return times.min() if len(times) else INF
     finite = times[np.isfinite(times)]
-    return np.sort(finite)[n - 1] if len(finite) >= n else INF
+    return np.partition(finite, n - 1)[n - 1] if len(finite) >= n else INF
 
 
 @njit(cache=True)
@@ -267,9 +277,65 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
         i, chunk = i + chunk, 2 * chunk
     return out
 
+@njit(cache=True)
+def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.ndarray,
+                now: float) -> tuple[np.ndarray, np.ndarray]:
+    """`timeline._step_matrix`: from free-now `base` (3, N) and (node, time, amount) steps, each
+    node's distinct step times ascending after `now`, and what it has free from each on; one
+    padding instant past the node with the most. Steps are grouped by node in one counting pass
+    and ordered by time within a node (few per node: an insertion sort)."""
+    n = base.shape[1]
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    for e in range(len(xs)):
+        offsets[xs[e] + 1] += 1
+    for x in range(n):
+        offsets[x + 1] += offsets[x]
+    by_node = np.empty(len(xs), dtype=np.int64)
+    filled = offsets[:-1].copy()
+    for e in range(len(xs)):
+        by_node[filled[xs[e]]] = e
+        filled[xs[e]] += 1
+    most = 0
+    for x in range(n):
+        group = by_node[offsets[x] : offsets[x + 1]]
+        for i in range(1, len(group)):  # stable insertion sort by time
+            e, j = group[i], i - 1
+            while j >= 0 and ts[group[j]] > ts[e]:
+                group[j + 1] = group[j]
+                j -= 1
+            group[j + 1] = e
+        distinct = 0
+        for i in range(len(group)):
+            if i == 0 or ts[group[i]] != ts[group[i - 1]]:
+                distinct += 1
+        most = max(most, distinct)
+    k = most + 2
+    times = np.full((k, n), INF)
+    cum = np.empty((3, k, n), dtype=np.int64)
+    for x in range(n):
+        times[0, x] = now
+        for r in range(3):
+            cum[r, 0, x] = base[r, x]
+        row = 0
+        for i in range(offsets[x], offsets[x + 1]):
+            e = by_node[i]
+            if i == offsets[x] or ts[e] != ts[by_node[i - 1]]:
+                row += 1
+                times[row, x] = ts[e]
+                for r in range(3):
+                    cum[r, row, x] = cum[r, row - 1, x]
+            for r in range(3):
+                cum[r, row, x] += amounts[r, e]
+        for pad in range(row + 1, k):
+            for r in range(3):
+                cum[r, pad, x] = cum[r, row, x]
+    return times, cum
+
 def warm() -> None:
     """Compile (or load from numba's cache) every loop for the argument types `Profile` passes,
     so that no decision pays for it."""
+    step_matrix(np.zeros((3, 1), dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
+                np.zeros((3, 1), dtype=np.int64), 0.0)
     times = np.array([[0.0], [60.0], [INF], [INF]])
     cum = np.zeros((3, 4, 1), dtype=np.int64)
     cols = np.zeros(1, dtype=np.int64)

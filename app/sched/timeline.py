@@ -625,6 +625,11 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float,
                  grain: int) -> tuple[np.ndarray, np.ndarray]:
     """(times (K, N), cum (3, K, N)) from free-now `base` (3, N) and (node, time, amount) steps."""
     xs, ts, amounts = events
+    if COMPILED:
+        return kernels.step_matrix(np.ascontiguousarray(base, dtype=np.int64),
+                                   np.ascontiguousarray(xs, dtype=np.int64),
+                                   np.ascontiguousarray(ts, dtype=np.float64),
+                                   np.ascontiguousarray(amounts, dtype=np.int64), float(now))
     n = base.shape[1]
     if len(xs) == 0:
         times = np.full((2, n), INF)

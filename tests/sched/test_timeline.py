@@ -86,16 +86,20 @@ def naive_free(free, releases, changes, x, t):  # noqa: ANN001, ANN201
                                st.integers(1, 12)), max_size=10),
     many=st.booleans(),
     built=st.booleans(),
+    compiled=st.booleans(),
 )
-def test_profile_equals_a_sum_from_scratch(free, rel, changes, many, built) -> None:  # noqa: ANN001
+def test_profile_equals_a_sum_from_scratch(free, rel, changes, many, built, compiled) -> None:  # noqa: ANN001
     """Starts and bookings, taken by the build, or made after it and folded one change at a time
-    or in one rebuild, give the free amounts a naive sum gives."""
+    or in one rebuild, give the free amounts a naive sum gives (the build, the fold and the rebuild
+    in numpy or compiled)."""
     from unittest import mock
 
     from app.sched import timeline
 
     n = len(free)
     releases = [(x % n, NOW + 60 * t, d) for x, t, d in rel]
+    switch = mock.patch.object(timeline, "COMPILED", compiled)
+    switch.start()
     p = profile(free, releases)
     if built:
         p._flush_all()
@@ -109,6 +113,7 @@ def test_profile_equals_a_sum_from_scratch(free, rel, changes, many, built) -> N
             applied.append((x % n, NOW + 60 * a, NOW + 60 * (a + length), d))
     with mock.patch.object(timeline, "REBUILD_FROM", 1 if many else 1 << 30):
         p._flush_rows(np.arange(n))
+    switch.stop()
     for x in range(n):
         for t in [NOW + 60 * k for k in range(0, 27)]:
             assert p.free_at(x, t) == naive_free(free, releases, applied, x, t)
@@ -280,3 +285,27 @@ def test_common_start_tries_only_the_candidates_it_is_allowed() -> None:
             found = p.common_start(np.arange(3), free_from, (1, 0, 0), 2, 120.0, 2)
             assert found is not None and found[0] == 1120.0 and found[1].tolist() == [1, 2]
             assert p.common_start(np.arange(3), free_from, (1, 0, 0), 2, 120.0, 1) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(free=st.lists(triples, min_size=1, max_size=6),
+       steps=st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 12), triples, st.booleans()), max_size=25))
+def test_compiled_build_gives_the_numpy_matrices(free, steps) -> None:  # noqa: ANN001
+    """The profile's matrices built from steps (repeated times and nodes, steps at now or before it,
+    negative amounts) are the same arrays, padding included, compiled or in numpy."""
+    from unittest import mock
+
+    from app.sched import timeline
+
+    n = len(free)
+    base = np.array(free, dtype=np.int64).T.copy()
+    xs = np.array([x % n for x, *_ in steps], dtype=np.int64)
+    ts = np.array([NOW + 60 * t for _, t, _, _ in steps], dtype=np.float64)
+    signed = [[v if up else -v for v in d] for _, _, d, up in steps]
+    amounts = np.array(signed, dtype=np.int64).reshape(-1, 3).T
+    built = []
+    for compiled in (False, True):
+        with mock.patch.object(timeline, "COMPILED", compiled):
+            times, cum = timeline._step_matrix(base.copy(), (xs, ts, amounts), NOW, 60)
+            built.append((times.tolist(), cum.tolist()))
+    assert built[0] == built[1]
