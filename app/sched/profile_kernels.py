@@ -283,7 +283,7 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
     """`timeline._step_matrix`: from free-now `base` (3, N) and (node, time, amount) steps, each
     node's distinct step times ascending after `now`, and what it has free from each on; one
     padding instant past the node with the most. Steps are grouped by node in one counting pass
-    and ordered by time within a node (few per node: an insertion sort)."""
+    and ordered by time within a node."""
     n = base.shape[1]
     offsets = np.zeros(n + 1, dtype=np.int64)
     for e in range(len(xs)):
@@ -298,7 +298,9 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
     most = 0
     for x in range(n):
         group = by_node[offsets[x] : offsets[x + 1]]
-        for i in range(1, len(group)):  # stable insertion sort by time
+        if len(group) > 32:  # a node with many jobs: a merge sort (stable)
+            group[:] = group[np.argsort(ts[group], kind="mergesort")]
+        for i in range(1, len(group)):  # else a stable insertion sort by time (sorted: one pass)
             e, j = group[i], i - 1
             while j >= 0 and ts[group[j]] > ts[e]:
                 group[j + 1] = group[j]

@@ -289,7 +289,7 @@ def test_common_start_tries_only_the_candidates_it_is_allowed() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(free=st.lists(triples, min_size=1, max_size=6),
-       steps=st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 12), triples, st.booleans()), max_size=25))
+       steps=st.lists(st.tuples(st.integers(0, 5), st.integers(-1, 12), triples, st.booleans()), max_size=80))
 def test_compiled_build_gives_the_numpy_matrices(free, steps) -> None:  # noqa: ANN001
     """The profile's matrices built from steps (repeated times and nodes, steps at now or before it,
     negative amounts) are the same arrays, padding included, compiled or in numpy."""
