@@ -133,18 +133,11 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
 def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
                  d: np.ndarray, per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int,
                  width: int, first_booking: np.ndarray, any_booking: bool,
-                 tries: int) -> tuple[float, np.ndarray]:
-    """`Profile.common_start`, candidate for candidate; (NaN, no nodes) when none holds."""
-    later = np.sort(node_times[np.isfinite(node_times)])[n - 1 :]
+                 candidates: np.ndarray) -> tuple[float, np.ndarray]:
+    """`Profile.common_start` over its `candidates` (distinct, ascending), in order; (NaN, no
+    nodes) when none holds."""
     mem, gpu = check[1], check[2]
-    tried = 0
-    for c in range(len(later)):
-        t = later[c]
-        if c > 0 and t == later[c - 1]:
-            continue
-        if tried == tries:
-            break
-        tried += 1
+    for t in candidates:
         end = np.ceil((t + walltime) / grain) * grain
         ok = node_times <= t
         if any_booking:
@@ -352,4 +345,4 @@ def warm() -> None:
         earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), booked)
         for per_node in (False, True):
             common_start(times, cum, cols, np.zeros(1), d, per_node, check, 1, 60.0, 60, 2, np.zeros(1),
-                         booked, 1)
+                         booked, np.zeros(1))

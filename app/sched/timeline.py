@@ -193,15 +193,16 @@ class Profile:
         stay open for backfilling until t); a node free from `times[p]` may be booked again later,
         so one that carries a booking before the window ends is checked over the whole window.
         """
+        finite = np.sort(times[np.isfinite(times)])  # (numpy's sort: several times numba's)
+        later = finite[n - 1 :]
+        candidates = later[run_starts(later)][:tries]
         if COMPILED:
             cols, dd, per_node, check = self._kernel_args(nodes, d)
             t, chosen = kernels.common_start(self.times, self.cum, cols, times, dd, per_node, check, n,
                                              float(walltime_s), self.grain, self.width, self.first_booking,
-                                             self.any_booking, tries)
+                                             self.any_booking, candidates)
             return None if np.isnan(t) else (t, chosen)
-        finite = np.sort(times[np.isfinite(times)])
-        later = finite[n - 1 :]
-        for t in later[run_starts(later)][:tries].tolist():
+        for t in candidates.tolist():
             chosen = self._held_at(t, nodes, times, d, n, walltime_s)
             if chosen is not None:
                 return t, chosen
@@ -625,11 +626,6 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float,
                  grain: int) -> tuple[np.ndarray, np.ndarray]:
     """(times (K, N), cum (3, K, N)) from free-now `base` (3, N) and (node, time, amount) steps."""
     xs, ts, amounts = events
-    if COMPILED:
-        return kernels.step_matrix(np.ascontiguousarray(base, dtype=np.int64),
-                                   np.ascontiguousarray(xs, dtype=np.int64),
-                                   np.ascontiguousarray(ts, dtype=np.float64),
-                                   np.ascontiguousarray(amounts, dtype=np.int64), float(now))
     n = base.shape[1]
     if len(xs) == 0:
         times = np.full((2, n), INF)
@@ -637,6 +633,11 @@ def _step_matrix(base: np.ndarray, events: Releases, now: float,
         return times, np.repeat(base[:, None, :], 2, axis=1)
     if np.bincount(xs, minlength=n).max() == 1:
         return _single_steps(base, events, now)
+    if COMPILED:  # (the two cases above are as fast in numpy)
+        return kernels.step_matrix(np.ascontiguousarray(base, dtype=np.int64),
+                                   np.ascontiguousarray(xs, dtype=np.int64),
+                                   np.ascontiguousarray(ts, dtype=np.float64),
+                                   np.ascontiguousarray(amounts, dtype=np.int64), float(now))
     order = _by_node_then_time(xs, ts, n, grain)
     xs, ts, amounts = xs[order], ts[order], amounts[:, order]
     new = np.ones(len(xs), dtype=bool)
