@@ -15,6 +15,7 @@ All instants but `now` are multiples of the time grain, so answers do not drift 
 
 from __future__ import annotations
 
+import functools
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -287,10 +288,11 @@ class Profile:
         whether there is one column per node, and which resources are compared."""
         if isinstance(cols, slice):
             cols = np.arange(*cols.indices(self.times.shape[1]))
-        cols = np.ascontiguousarray(cols, dtype=np.int64)  # one compiled variant serves every call
+        elif cols.dtype != np.int64 or not cols.flags.c_contiguous:  # one compiled variant serves all
+            cols = np.ascontiguousarray(cols, dtype=np.int64)
         if isinstance(d, np.ndarray):
             return cols, np.ascontiguousarray(d, dtype=np.int64), True, _EVERY
-        return cols, np.array(d, dtype=np.int64).reshape(3, 1), False, _CHECKED[d[1] > 0, d[2] > 0]
+        return cols, _column(d), False, _CHECKED[d[1] > 0, d[2] > 0]
 
     def _covers(self, w: int, cols: Columns, d: Demand) -> np.ndarray:
         """(w, n): whether each of the first w instants of the nodes `cols` covers d (one column
@@ -532,6 +534,13 @@ class Profile:
 _EVERY = np.ones(3, dtype=bool)  # per-node demands are compared on every resource (`_covers`)
 # a triple's cpu is always compared, its memory and gpu only when asked for: keyed by (mem, gpu) > 0
 _CHECKED = {(m, g): np.array([True, m, g]) for m in (False, True) for g in (False, True)}
+
+
+@functools.lru_cache(maxsize=1024)
+def _column(d: Triple) -> np.ndarray:
+    """A triple as the (3, 1) column the compiled loops take (made once per demand; the loops only
+    read it, and a read-only array would be another type for numba to compile for)."""
+    return np.array(d, dtype=np.int64).reshape(3, 1)
 
 
 def _columns(elig: Eligible) -> Columns:
