@@ -163,12 +163,12 @@ def _latest(values: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
 
 
 @njit(cache=True, inline="always")
-def _used(times: np.ndarray, x: int) -> int:
-    """How many instants node x has (its finite prefix)."""
-    lo, hi = 0, times.shape[0]
+def _bisect(times: np.ndarray, x: int, hi: int, t: float) -> int:
+    """The first of node x's instants 0..hi-1 at or after t (hi if none): its instants ascend."""
+    lo = 0
     while lo < hi:
         mid = (lo + hi) // 2
-        if times[mid, x] < INF:
+        if times[mid, x] < t:
             lo = mid + 1
         else:
             hi = mid
@@ -179,13 +179,7 @@ def _used(times: np.ndarray, x: int) -> int:
 def _insert(times: np.ndarray, cum: np.ndarray, x: int, m: int, t: float) -> int:
     """Add instant t (after instant 0) to node x's m instants, carrying the amounts before it, if
     it is missing; how many instants the node has then. Row m, padding, takes the shift."""
-    lo, hi = 0, m
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if times[mid, x] < t:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = _bisect(times, x, m, t)
     if lo < m and times[lo, x] == t:
         return m
     for k in range(m, lo, -1):
@@ -209,7 +203,7 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
     add1 = t1 > now and (not add0 or t0 < t1)
     for i in range(len(nodes)):
         x, col = nodes[i], i if per_node else 0
-        m = _used(times, x)
+        m = _bisect(times, x, times.shape[0], INF)  # its instants: the finite ones
         if add0:
             m = _insert(times, cum, x, m, t0)
         if add1:
