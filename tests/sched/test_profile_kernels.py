@@ -1,0 +1,31 @@
+"""Where the profile's compiled loops are cached: never a refusal to compile at import."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+import numba
+
+from app.sched import profile_kernels
+
+
+def test_the_cache_falls_back_to_the_temporary_directory_where_nothing_else_is_writable() -> None:
+    """A system-wide install run by a user without a home (the Docker image without its
+    NUMBA_CACHE_DIR): numba could write neither beside the code nor in the home, so the loops are
+    cached in a folder of the temporary directory; a cache folder set by the administrator, or a
+    writable place, is left as it is."""
+    with mock.patch.object(numba.config, "CACHE_DIR", ""), \
+            mock.patch.object(profile_kernels.os, "access", return_value=False):
+        profile_kernels._cache_where_writable()
+        chosen = Path(numba.config.CACHE_DIR)
+    assert chosen.parent == Path(tempfile.gettempdir()) and chosen.name.startswith("hpcsched-numba-")
+    with mock.patch.object(numba.config, "CACHE_DIR", "/srv/numba-cache"), \
+            mock.patch.object(profile_kernels.os, "access", return_value=False):
+        profile_kernels._cache_where_writable()
+        assert numba.config.CACHE_DIR == "/srv/numba-cache"
+    with mock.patch.object(numba.config, "CACHE_DIR", ""), \
+            mock.patch.object(profile_kernels.os, "access", return_value=True):
+        profile_kernels._cache_where_writable()
+        assert numba.config.CACHE_DIR == ""
