@@ -32,7 +32,7 @@ from schemas.simulate import SimulateRequest
 @asynccontextmanager
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
     """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`,
-    up to ~2 s the first time on a machine, a fraction of a second from numba's cache); then the
+    ~6 s of CPU the first time on a machine, ~0.3 s from numba's cache); then the
     shutdown signals watched while the service runs."""
     await run_in_threadpool(profile_kernels.warm)
     async with shutdown_signals(shutdown):

@@ -322,21 +322,21 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
 
 def warm() -> None:
     """Compile (or load from numba's cache) every loop for the argument types `Profile` passes,
-    so that no decision pays for it."""
+    so that no decision pays for it: node indices come writable, or read-only (the cluster index's
+    shared lists of eligible nodes), and numba compiles each kind apart."""
     step_matrix(np.zeros((3, 1), dtype=np.int64), np.zeros(1, dtype=np.int64), np.ones(1),
                 np.zeros((3, 1), dtype=np.int64), 0.0)
     times = np.array([[0.0], [60.0], [INF], [INF]])
     cum = np.zeros((3, 4, 1), dtype=np.int64)
-    cols = np.zeros(1, dtype=np.int64)
     d = np.zeros((3, 1), dtype=np.int64)
     check = np.ones(3, dtype=np.bool_)
-    for per_node in (False, True):
-        earliest(times, cum, cols, d, per_node, check, 60.0, 60, 2)
-        first_cover(times, cum, cols, d, per_node, check, 1, 2)
-        holds_over(times, cum, cols, d, per_node, check, 0.0, 60.0, 2)
-        fold(times, cum, cols, 0.0, 60.0, d, per_node, 0.0, 2)
-    for booked in (False, True):
-        earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), booked)
-        for per_node in (False, True):
-            common_start(times, cum, cols, np.zeros(1), d, per_node, check, 1, 60.0, 60, 2, np.zeros(1),
-                         booked, np.zeros(1))
+    shared = np.zeros(1, dtype=np.int64)
+    shared.setflags(write=False)
+    for cols in (np.zeros(1, dtype=np.int64), shared):
+        earliest(times, cum, cols, d, False, check, 60.0, 60, 2)
+        first_cover(times, cum, cols, d, False, check, 1, 2)
+        holds_over(times, cum, cols, d, False, check, 0.0, 60.0, 2)
+        fold(times, cum, cols, 0.0, 60.0, d, False, 0.0, 2)
+        earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True)
+        common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True,
+                     np.zeros(1))

@@ -288,7 +288,7 @@ class Profile:
         whether there is one column per node, and which resources are compared."""
         if isinstance(cols, slice):
             cols = np.arange(*cols.indices(self.times.shape[1]))
-        elif cols.dtype != np.int64 or not cols.flags.c_contiguous:  # one compiled variant serves all
+        elif cols.dtype != np.int64 or not cols.flags.c_contiguous:  # the types `warm` compiled
             cols = np.ascontiguousarray(cols, dtype=np.int64)
         if isinstance(d, np.ndarray):
             return cols, np.ascontiguousarray(d, dtype=np.int64), True, _EVERY

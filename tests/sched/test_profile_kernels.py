@@ -29,3 +29,19 @@ def test_the_cache_falls_back_to_the_temporary_directory_where_nothing_else_is_w
             mock.patch.object(profile_kernels.os, "access", return_value=True):
         profile_kernels._cache_where_writable()
         assert numba.config.CACHE_DIR == ""
+
+
+def test_after_warming_a_replay_of_every_policy_compiles_nothing_more() -> None:
+    """`warm` (what the service runs before its first request) covers every argument type the
+    profile passes: a decision of any policy finds its loops compiled already."""
+    from tests.sim.replay_reference import POLICIES, run, sdsc
+
+    names = ("earliest", "first_cover", "holds_over", "fold", "earliest_starts", "common_start",
+             "step_matrix")
+    loops = [getattr(profile_kernels, name) for name in names]
+    profile_kernels.warm()
+    warmed = [len(loop.signatures) for loop in loops]
+    w = sdsc()
+    for label in POLICIES:
+        run(w, label)
+    assert [len(loop.signatures) for loop in loops] == warmed
