@@ -547,9 +547,13 @@ class BackfillPass:
             nodes = self.cluster.nodes_of(elig)
             times[self.profile.booked[nodes]] = INF
             self._exact_where_blocked(job, nodes, times)
+            found = self._common_start(job, nodes, times)
         else:
-            times, nodes = self._earliest_times(job, elig)
-        found = self._common_start(job, nodes, times)
+            nodes = self.cluster.nodes_of(elig)
+            times, found = self.profile.earliest_slot(elig, nodes, job.demand, job.nodes, job.walltime_s,
+                                                      MAX_INSTANTS_TRIED)
+            if found is None:
+                found = self._when_quiet(job, nodes, times)
         if found is None and not self.rules.one_reservation_per_node and job.nodes > 1:
             # nodes skipped as unable to beat the n-th best may still complete a common start
             times = self.profile.earliest(elig, job.demand, job.walltime_s)
@@ -579,21 +583,18 @@ class BackfillPass:
         self, job: Job, nodes: np.ndarray, times: np.ndarray
     ) -> tuple[float, np.ndarray] | None:
         """The earliest instant at which `job.nodes` of `nodes` all hold the job, and those."""
-        n = job.nodes
-        if n == 1:  # the node free earliest; argmin keeps the lowest index on ties
-            p = int(np.argmin(times)) if len(times) else 0
-            return None if not len(times) or np.isinf(times[p]) else (float(times[p]), nodes[p:p + 1])
-        if np.count_nonzero(np.isfinite(times)) < n:
-            return None
         need = self.cluster.cap[:, nodes] if job.exclusive else job.demand
-        found = self.profile.common_start(nodes, times, need, n, job.walltime_s, MAX_INSTANTS_TRIED)
+        found = self.profile.slot(nodes, times, need, job.nodes, job.walltime_s, MAX_INSTANTS_TRIED)
         return found if found is not None else self._when_quiet(job, nodes, times)
 
     def _when_quiet(
         self, job: Job, nodes: np.ndarray, times: np.ndarray
     ) -> tuple[float, np.ndarray] | None:
-        """The instant by which n nodes that can hold the job have no change left ahead of them:
-        past its last step a node's profile is flat, so it surely holds the job from then on."""
+        """When no candidate common start holds: the instant by which n nodes that can hold the
+        job have no change left ahead of them (past its last step a node's profile is flat, so it
+        surely holds the job from then on). None for one node, or fewer than n free ever."""
+        if job.nodes == 1 or np.count_nonzero(np.isfinite(times)) < job.nodes:
+            return None
         quiet = np.maximum(self.profile.last_step(nodes), times)
         finite = np.flatnonzero(np.isfinite(quiet))
         if len(finite) < job.nodes:
@@ -601,12 +602,6 @@ class BackfillPass:
         best = finite[np.lexsort((finite, quiet[finite]))][: job.nodes]
         start = float(align_up(float(quiet[best].max()), self.grain))
         return start, np.sort(nodes[best])
-
-    def _earliest_times(self, job: Job, elig: Eligible) -> tuple[np.ndarray, np.ndarray]:
-        """Per eligible node, its earliest start for the job, exact where it can matter
-        (`Profile.earliest_starts`)."""
-        nodes = self.cluster.nodes_of(elig)
-        return self.profile.earliest_starts(elig, nodes, job.demand, job.nodes, job.walltime_s), nodes
 
 
 def _blocked_detail(profile: Profile) -> str:

@@ -133,22 +133,76 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
 def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
                  d: np.ndarray, per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int,
                  width: int, first_booking: np.ndarray, any_booking: bool,
-                 candidates: np.ndarray) -> tuple[float, np.ndarray]:
-    """`Profile.common_start` over its `candidates` (distinct, ascending), in order; (NaN, no
-    nodes) when none holds."""
-    mem, gpu = check[1], check[2]
-    for t in candidates:
-        end = np.ceil((t + walltime) / grain) * grain
-        ok = node_times <= t
-        if any_booking:
-            for i in range(len(nodes)):
-                if ok[i] and first_booking[nodes[i]] < end:
-                    need = _need(d, i if per_node else 0)
-                    ok[i] = _holds(times, cum, nodes[i], need, mem, gpu, t, end, width)
-        pos = np.flatnonzero(ok)
-        if len(pos) >= n:
-            return t, np.sort(nodes[_latest(node_times[pos], pos, n)])
+                 tries: int) -> tuple[float, np.ndarray]:
+    """`Profile.common_start`: its first `tries` candidates in order, each found as the next
+    distinct time above the last, from the n-th smallest on (the candidates a sort would list:
+    most searches end at the first, so none is sorted); (NaN, no nodes) when none holds."""
+    t = _nth_smallest(node_times, n)
+    for _ in range(tries):
+        if t == INF:
+            break
+        chosen = _held_at(times, cum, nodes, node_times, d, per_node, check, n, t,
+                          np.ceil((t + walltime) / grain) * grain, width, first_booking, any_booking)
+        if len(chosen):
+            return t, chosen
+        t = _next_above(node_times, t)
     return np.nan, nodes[:0]
+
+
+@njit(cache=True)
+def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
+             d: np.ndarray, per_node: bool, check: np.ndarray, n: int, t: float, end: float, width: int,
+             first_booking: np.ndarray, any_booking: bool) -> np.ndarray:
+    """`Profile._held_at`: n of `nodes` that hold d over [t, end), free last first, sorted; none if
+    fewer do."""
+    mem, gpu = check[1], check[2]
+    ok = node_times <= t
+    if any_booking:
+        for i in range(len(nodes)):
+            if ok[i] and first_booking[nodes[i]] < end:
+                ok[i] = _holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
+    pos = np.flatnonzero(ok)
+    if len(pos) < n:
+        return nodes[:0]
+    return np.sort(nodes[_latest(node_times[pos], pos, n)])
+
+
+@njit(cache=True)
+def _next_above(values: np.ndarray, t: float) -> float:
+    """The smallest of `values` above t (INF if none): the candidate after t, without a sort."""
+    found = INF
+    for v in values:
+        if t < v < found:
+            found = v
+    return found
+
+
+@njit(cache=True)
+def slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray, d: np.ndarray,
+         per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int, width: int,
+         first_booking: np.ndarray, any_booking: bool, tries: int) -> tuple[float, np.ndarray]:
+    """`Profile.slot`: for one node, the node free earliest (the first on ties); for more,
+    `common_start`. (NaN, no nodes) when none holds."""
+    if n > 1:
+        return common_start(times, cum, nodes, node_times, d, per_node, check, n, walltime, grain, width,
+                            first_booking, any_booking, tries)
+    if not len(node_times) or node_times.min() == INF:
+        return np.nan, nodes[:0]
+    p = np.argmin(node_times)
+    return node_times[p], nodes[p : p + 1].copy()
+
+
+@njit(cache=True)
+def earliest_slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
+                  check: np.ndarray, n: int, walltime: float, grain: int, width: int, head: int,
+                  first_booking: np.ndarray, any_booking: bool,
+                  tries: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """`Profile.earliest_slot`: `earliest_starts`, then `slot` on its times, in one call."""
+    node_times = earliest_starts(times, cum, nodes, d, per_node, check, n, walltime, grain, width, head,
+                                 first_booking, any_booking)
+    t, chosen = slot(times, cum, nodes, node_times, d, per_node, check, n, walltime, grain, width,
+                     first_booking, any_booking, tries)
+    return node_times, t, chosen
 
 
 @njit(cache=True)
@@ -338,5 +392,5 @@ def warm() -> None:
         holds_over(times, cum, cols, d, False, check, 0.0, 60.0, 2)
         fold(times, cum, cols, 0.0, 60.0, d, False, 0.0, 2)
         earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True)
-        common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True,
-                     np.zeros(1))
+        common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True, 16)
+        earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)

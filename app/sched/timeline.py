@@ -194,20 +194,41 @@ class Profile:
         stay open for backfilling until t); a node free from `times[p]` may be booked again later,
         so one that carries a booking before the window ends is checked over the whole window.
         """
-        finite = np.sort(times[np.isfinite(times)])  # (numpy's sort: several times numba's)
-        later = finite[n - 1 :]
-        candidates = later[run_starts(later)][:tries]
         if COMPILED:
             cols, dd, per_node, check = self._kernel_args(nodes, d)
-            t, chosen = kernels.common_start(self.times, self.cum, cols, times, dd, per_node, check, n,
-                                             float(walltime_s), self.grain, self.width, self.first_booking,
-                                             self.any_booking, candidates)
-            return None if np.isnan(t) else (t, chosen)
+            return _found(kernels.common_start(self.times, self.cum, cols, times, dd, per_node, check, n,
+                                               float(walltime_s), self.grain, self.width, self.first_booking,
+                                               self.any_booking, tries))
+        finite = np.sort(times[np.isfinite(times)])
+        later = finite[n - 1 :]
+        candidates = later[run_starts(later)][:tries]
         for t in candidates.tolist():
             chosen = self._held_at(t, nodes, times, d, n, walltime_s)
             if chosen is not None:
                 return t, chosen
         return None
+
+    def slot(self, nodes: np.ndarray, times: np.ndarray, d: Demand, n: int, walltime_s: float,
+             tries: int) -> tuple[float, np.ndarray] | None:
+        """Where a job of n nodes starts earliest given each node's earliest start `times`: for one
+        node, the node free earliest (argmin: the first on ties); for more, `common_start`."""
+        if n > 1:
+            return self.common_start(nodes, times, d, n, walltime_s, tries)
+        p = int(np.argmin(times)) if len(times) else 0
+        return None if not len(times) or np.isinf(times[p]) else (float(times[p]), nodes[p : p + 1])
+
+    def earliest_slot(self, elig: Eligible, nodes: np.ndarray, d: Triple, n: int, walltime_s: float,
+                      tries: int) -> tuple[np.ndarray, tuple[float, np.ndarray] | None]:
+        """`earliest_starts`, and `slot` on its times: a reservation's search, in one compiled call."""
+        if not COMPILED:
+            times = self.earliest_starts(elig, nodes, d, n, walltime_s)
+            return times, self.slot(nodes, times, d, n, walltime_s, tries)
+        self._flush_rows(_columns(elig))
+        cols, dd, per_node, check = self._kernel_args(nodes, d)
+        times, t, chosen = kernels.earliest_slot(self.times, self.cum, cols, dd, per_node, check, n,
+                                                 float(walltime_s), self.grain, self.width, HEAD_COLUMNS,
+                                                 self.first_booking, self.any_booking, tries)
+        return times, _found((t, chosen))
 
     def _held_at(self, t: float, nodes: np.ndarray, times: np.ndarray, d: Demand, n: int,
                  walltime_s: float) -> np.ndarray | None:
@@ -451,20 +472,20 @@ class Profile:
         """Take a change's d from each of `nodes` over its [t0, t1), in a few numpy steps on all
         of them: the instants and amounts `_fold_row` gives node by node."""
         t0, t1, d = change
+        w = self.width
+        while w + 2 > self.times.shape[0]:  # room for two new instants on every node
+            self._grow()
+        if COMPILED:  # (a node named twice takes the change twice: the loop meets it twice)
+            nodes, dd, per_node, _ = self._kernel_args(nodes, d)
+            self.width = kernels.fold(self.times, self.cum, nodes, float(t0), float(t1), dd, per_node,
+                                      float(self.now), w)
+            return
         if _repeats(nodes):  # a node named twice takes the change twice: once each time
             _, first = np.unique(nodes, return_index=True)
             again = np.ones(len(nodes), dtype=bool)
             again[first] = False
             self._fold(nodes[first], (t0, t1, _part(d, first)))
             self._fold(nodes[again], (t0, t1, _part(d, again)))
-            return
-        w = self.width
-        while w + 2 > self.times.shape[0]:  # room for two new instants on every node
-            self._grow()
-        if COMPILED:
-            nodes, dd, per_node, _ = self._kernel_args(nodes, d)
-            self.width = kernels.fold(self.times, self.cum, nodes, float(t0), float(t1), dd, per_node,
-                                      float(self.now), w)
             return
         new = [t for t in (t0, t1) if t > self.now]
         # flat indices into the matrices of each node's first w + 2 instants: `take` and a flat
@@ -541,6 +562,12 @@ def _column(d: Triple) -> np.ndarray:
     """A triple as the (3, 1) column the compiled loops take (made once per demand; the loops only
     read it, and a read-only array would be another type for numba to compile for)."""
     return np.array(d, dtype=np.int64).reshape(3, 1)
+
+
+def _found(answer: tuple[float, np.ndarray]) -> tuple[float, np.ndarray] | None:
+    """A compiled search's (time, nodes), or None where it found none (a NaN time)."""
+    t, chosen = answer
+    return None if math.isnan(t) else (t, chosen)
 
 
 def _columns(elig: Eligible) -> Columns:
