@@ -197,7 +197,8 @@ def test_folding_a_change_on_many_nodes_at_once_equals_folding_node_by_node(
 
 
 questions = st.lists(
-    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over", "earliest_starts", "common_start"]),
+    st.tuples(st.sampled_from(["earliest", "first_cover", "holds_over", "earliest_starts", "common_start",
+                               "earliest_slot"]),
               st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True), triples,
               st.booleans(), st.integers(0, 14), st.integers(0, 14), st.integers(0, 6)),
     min_size=1, max_size=8)
@@ -209,7 +210,7 @@ questions = st.lists(
        changes=changes_on_many, asked=questions, grain=st.sampled_from([1, 60]))
 def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, grain) -> None:  # noqa: ANN001
     """`earliest`, `first_cover` (whole or within a head of instants), `holds_over` and the
-    searches built on them (`earliest_starts`, `common_start`), compiled, give the numpy answers
+    searches built on them (`earliest_starts`, `common_start`, `earliest_slot`), compiled, give the numpy answers
     exactly, on profiles made of
     releases, starts, bookings (some given back, some per node) and windows anywhere in time,
     for triple and per-node demands, walltimes off the grain included."""
@@ -240,6 +241,9 @@ def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, 
                     answers.append(p.first_cover(whole(n), d, head=head or None).tolist())
                 elif kind == "earliest_starts":  # for a job of 1 to 3 nodes
                     answers.append(p.earliest_starts(whole(n), np.arange(n), d, 1 + a % 3, walltime).tolist())
+                elif kind == "earliest_slot":  # a job of 1 to 3 nodes: the search, then its slot
+                    times, found = p.earliest_slot(whole(n), np.arange(n), d, 1 + a % 3, walltime, 1 + head)
+                    answers.append((times.tolist(), found if found is None else (found[0], found[1].tolist())))
                 elif kind == "common_start":  # 2 to 4 of the nodes, from when each first has d free
                     free_from = p.first_cover_of(nodes, demand)
                     found = p.common_start(nodes, free_from, demand, 2 + a % 3, walltime, 1 + head)
