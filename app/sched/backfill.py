@@ -18,6 +18,7 @@ from operator import itemgetter
 
 import numpy as np
 
+from app.sched import profile_kernels as kernels
 from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
@@ -506,17 +507,19 @@ class BackfillPass:
         return elig.nodes(np.array([p])) if found else doubtful[:0]
 
     def _note_take(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
-        """Remember the booking of d on `nodes` over [start, end) where it starts earliest."""
+        """Remember the booking of d on `nodes` over [start, end) where it starts earliest (a
+        compiled loop: a reservation's numpy calls here cost more than its search)."""
         if end <= max(start, self.now):  # an empty booking takes nothing
             return
         if self.take_start is None:
             self.take_start = np.full(len(self.cluster), INF)
             self.room = self.cluster.cap.copy()
-        earlier = self.take_start[nodes] > start
-        first = nodes[earlier]
-        self.take_start[first] = start
-        amount = d[:, earlier] if isinstance(d, np.ndarray) else np.array(d, dtype=np.int64)[:, None]
-        self.room[:, first] = self.cluster.cap[:, first] - amount
+        per_node = isinstance(d, np.ndarray)
+        columns = np.array(d, dtype=np.int64)  # (3, n) per node, else one (3, 1) column
+        if not per_node:
+            columns = columns[:, None]
+        kernels.note_first(self.take_start, self.room, self.cluster.cap,
+                           np.ascontiguousarray(nodes, dtype=np.int64), float(start), columns, per_node)
 
     def _reserve(self, job: Job, elig: Eligible,
                  promise: tuple[np.ndarray, float, float] | None = None) -> bool:

@@ -374,6 +374,20 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
                 cum[r, pad, x] = cum[r, row, x]
     return times, cum
 
+
+@njit(cache=True)
+def note_first(take_start: np.ndarray, room: np.ndarray, cap: np.ndarray, nodes: np.ndarray, start: float,
+               d: np.ndarray, per_node: bool) -> None:
+    """Per node of `nodes`, keep the earliest start of a booking and what it leaves of the node's
+    capacity `cap`: a booking starting before the one kept replaces it."""
+    for i in range(len(nodes)):
+        x = nodes[i]
+        if take_start[x] > start:
+            take_start[x] = start
+            for r in range(3):
+                room[r, x] = cap[r, x] - d[r, i if per_node else 0]
+
+
 def warm() -> None:
     """Compile (or load from numba's cache) every loop for the argument types `Profile` passes,
     so that no decision pays for it: node indices come writable, or read-only (the cluster index's
@@ -394,3 +408,4 @@ def warm() -> None:
         earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True)
         common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True, 16)
         earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)
+        note_first(np.full(1, INF), d.copy(), d, cols, 0.0, d, False)
