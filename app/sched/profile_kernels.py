@@ -132,17 +132,19 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
 @njit(cache=True)
 def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
                  d: np.ndarray, per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int,
-                 width: int, first_booking: np.ndarray, any_booking: bool,
-                 tries: int) -> tuple[float, np.ndarray]:
+                 width: int, first_booking: np.ndarray, any_booking: bool, tries: int,
+                 exact: bool) -> tuple[float, np.ndarray]:
     """`Profile.common_start`: its first `tries` candidates in order, each found as the next
     distinct time above the last, from the n-th smallest on (the candidates a sort would list:
-    most searches end at the first, so none is sorted); (NaN, no nodes) when none holds."""
+    most searches end at the first, so none is sorted); (NaN, no nodes) when none holds. `exact`:
+    `node_times` are each node's earliest start for this job (`earliest_starts`), so a node whose
+    start is the candidate holds the job over its window and is not checked again."""
     t = _nth_smallest(node_times, n)
     for _ in range(tries):
         if t == INF:
             break
         chosen = _held_at(times, cum, nodes, node_times, d, per_node, check, n, t,
-                          np.ceil((t + walltime) / grain) * grain, width, first_booking, any_booking)
+                          np.ceil((t + walltime) / grain) * grain, width, first_booking, any_booking, exact)
         if len(chosen):
             return t, chosen
         t = _next_above(node_times, t)
@@ -152,14 +154,14 @@ def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_tim
 @njit(cache=True)
 def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
              d: np.ndarray, per_node: bool, check: np.ndarray, n: int, t: float, end: float, width: int,
-             first_booking: np.ndarray, any_booking: bool) -> np.ndarray:
+             first_booking: np.ndarray, any_booking: bool, exact: bool) -> np.ndarray:
     """`Profile._held_at`: n of `nodes` that hold d over [t, end), free last first, sorted; none if
-    fewer do."""
+    fewer do (`exact`: see `common_start`)."""
     mem, gpu = check[1], check[2]
     ok = node_times <= t
     if any_booking:
         for i in range(len(nodes)):
-            if ok[i] and first_booking[nodes[i]] < end:
+            if ok[i] and first_booking[nodes[i]] < end and not (exact and node_times[i] == t):
                 ok[i] = _holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
     pos = np.flatnonzero(ok)
     if len(pos) < n:
@@ -181,11 +183,12 @@ def _next_above(values: np.ndarray, t: float) -> float:
 def slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray, d: np.ndarray,
          per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int, width: int,
          first_booking: np.ndarray, any_booking: bool, tries: int) -> tuple[float, np.ndarray]:
-    """`Profile.slot`: for one node, the node free earliest (the first on ties); for more,
-    `common_start`. (NaN, no nodes) when none holds."""
+    """`Profile.slot` on `node_times` from `earliest_starts` (each node's earliest start for the
+    job): for one node, the node free earliest (the first on ties); for more, `common_start`. (NaN,
+    no nodes) when none holds."""
     if n > 1:
         return common_start(times, cum, nodes, node_times, d, per_node, check, n, walltime, grain, width,
-                            first_booking, any_booking, tries)
+                            first_booking, any_booking, tries, True)
     if not len(node_times) or node_times.min() == INF:
         return np.nan, nodes[:0]
     p = np.argmin(node_times)
@@ -406,6 +409,7 @@ def warm() -> None:
         holds_over(times, cum, cols, d, False, check, 0.0, 60.0, 2)
         fold(times, cum, cols, 0.0, 60.0, d, False, 0.0, 2)
         earliest_starts(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True)
-        common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True, 16)
+        common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True, 16,
+                     False)
         earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)
         note_first(np.full(1, INF), d.copy(), d, cols, 0.0, d, False)

@@ -198,7 +198,7 @@ class Profile:
             cols, dd, per_node, check = self._kernel_args(nodes, d)
             return _found(kernels.common_start(self.times, self.cum, cols, times, dd, per_node, check, n,
                                                float(walltime_s), self.grain, self.width, self.first_booking,
-                                               self.any_booking, tries))
+                                               self.any_booking, tries, False))
         finite = np.sort(times[np.isfinite(times)])
         later = finite[n - 1 :]
         candidates = later[run_starts(later)][:tries]
