@@ -16,6 +16,7 @@ import heapq
 
 import numpy as np
 
+from app.sched.dag import heft, list_kernel
 from app.sched.dag.graph import Compiled
 from app.sched.dag.heft import Lanes, mean_transfer
 from app.sched.dag.model import Plan, Step
@@ -39,9 +40,11 @@ class PeftPlanner:
     NAME = NAME
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
-        state = PlanState(c)
         oct_ = optimistic_costs(c)
         rank = oct_.mean(axis=1) if c.n_groups else np.zeros(c.n_tasks)
+        if heft.COMPILED and not explain:
+            return Plan(NAME, list_kernel.place_all(c, rank, oct_))
+        state = PlanState(c)
         position = {v: i for i, v in enumerate(c.topo)}
         ready = [(-rank[v], position[v], v) for v in state.ready]
         heapq.heapify(ready)
