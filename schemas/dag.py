@@ -236,17 +236,17 @@ class DagPlanResponse(BaseModel):
     makespans: dict[str, float] = Field(
         ..., description="makespan of each planner run, in the order run (`best`: heft, mdl, peft)")
     skipped: dict[str, str] = Field(
-        default_factory=dict, description="`best`: each planner it did not run, and why: `near_bound` "
-        "(a plan so far was within 0.5 % of `lower_bound`) or `time_budget` (it could not be expected "
-        "to end within `total_budget_s`)")
+        default_factory=dict, description="`best`: each planner it did not run, and why: "
+        "`reached_bound` (a plan so far reached `lower_bound`: none is shorter) or `time_budget` (it "
+        "could not be expected to end within `total_budget_s`)")
     total_budget_s: float | None = Field(
         None, description="`best` without time_budget_s: the seconds it had in all, planners and search")
     lower_bound: float | None = Field(
         None, description="no plan can have a shorter makespan: the larger of the longest chain of tasks "
         "(each on the group where it could finish first, every transfer at its cheapest, from when a slot "
-        "is free) and the time all slots together need for the work. A plan that reaches it is optimal; "
-        "once a plan is within 0.5 % of it, no more planner or search is begun. Computed for `best` and "
-        "whenever the search runs")
+        "is free) and the time all slots together need for the work. A plan that reaches it is optimal "
+        "and `best` runs no more planners; once a plan is within 0.5 % of it, no search is begun or "
+        "goes on. Computed for `best` and whenever the search runs")
     tasks: list[TaskPlanOut]
     groups: list[str]
     critical_path: list[str]

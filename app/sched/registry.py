@@ -91,18 +91,18 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     (compiling, planners, search) also keeps within `best_default_s` (and `max_search_s`): a planner
     after the first starts only when it is expected to end within that, and the search has what is
     left. Without a clock only `max_evaluations` bounds the search (and without either there is
-    none): the same request then always gives the same plan. Once a plan is within `near_bound`
-    (a fraction) of the lower bound, `best` runs no more planners and no search is begun or continued.
+    none): the same request then always gives the same plan. Once a plan reaches the lower bound,
+    `best` runs no more planners; once one is within `near_bound` (a fraction) of it, no search is
+    begun or continued (it could gain at most that).
     """
     t0 = clock() if clock else 0.0
     c = compile_problem(relative(problem))
-    bound = target = total = None
+    bound = total = None
     skipped: dict[str, str] = {}
     if algorithm == best.NAME:
         bound = lower_bound(c)
-        target = bound * (1 + near_bound)
         total = min(best_default_s, max_search_s) if search_s is None and clock else None
-        plan, spans, skipped = _portfolio(c, explain, target, total, clock, t0)
+        plan, spans, skipped = _portfolio(c, explain, bound, total, clock, t0)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
@@ -114,19 +114,18 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     found, tried = None, 0
     if budget > 0 and (clock or max_evaluations):
         bound = lower_bound(c) if bound is None else bound
-        target = bound * (1 + near_bound) if target is None else target
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
                                      max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans),
-                                     target)
+                                     bound * (1 + near_bound))
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
                      found, tried, bound, skipped, total)
 
 
-def _portfolio(c: Compiled, explain: bool, target: float, total: float | None,
+def _portfolio(c: Compiled, explain: bool, bound: float, total: float | None,
                clock: Callable[[], float] | None, t0: float) -> tuple[Plan, dict[str, float], dict[str, str]]:
     """`best`'s planners in `best.ORDER`, within `total` seconds from `t0` when it is given."""
     pace = best.Pace(total, clock, clock() - t0) if clock else None
-    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, target, pace,
+    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, bound, pace,
                            prefer=list(DAG_PLANNERS))
     return found.plan, found.spans, found.skipped
 

@@ -274,7 +274,7 @@ def test_best_says_which_planners_it_skipped() -> None:
     r = tight.post("/dag/plan", json=example(algorithm="best")).json()
     assert list(r["makespans"]) == ["heft"] and r["total_budget_s"] == 0.0
     assert set(r["skipped"]) == {"mdl", "peft"}
-    assert set(r["skipped"].values()) <= {"time_budget", "near_bound"}
+    assert set(r["skipped"].values()) <= {"time_budget", "reached_bound"}
     asked = tight.post("/dag/plan", json=example(algorithm="best", time_budget_s=0)).json()
     assert asked["total_budget_s"] is None
     assert set(asked["makespans"]) | set(asked["skipped"]) == {"heft", "mdl", "peft"}

@@ -37,8 +37,11 @@ class Slow:
     (0.05, 0.0, ["heft"]),  # the first planner always runs
     (0.5, 0.2, ["heft", "peft"]),  # 0.2 s were spent before the planners (compiling, the bound)
 ])
-def test_a_planner_starts_only_when_it_is_expected_to_fit(budget: float | None, spent: float,
+def test_a_planner_starts_only_when_it_is_expected_to_fit(monkeypatch: pytest.MonkeyPatch,
+                                                         budget: float | None, spent: float,
                                                          ran: list[str]) -> None:
+    """Planners take 0.1, 0.3, 0.13 s, and are expected to take 1, 3 and 1.3 × HEFT's pace."""
+    monkeypatch.setattr(best, "COST", {"heft": 1.0, "mdl": 3.0, "peft": 1.3})
     now = [0.0]
     c = compile_problem(shaped_dag("layered", 40, groups(4, seed=1), seed=1))
     pace = best.Pace(budget, lambda: now[0], spent)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sched.dag.best import SKIP_NEAR
+from app.sched.dag.best import SKIP_BOUND
 from app.sched.dag.bound import lower_bound, reaches
 from app.sched.dag.graph import compile_problem
 from app.sched.dag.model import DagProblem, Edge, Group, Network, Task
@@ -59,7 +59,7 @@ def test_a_plan_at_the_bound_ends_the_search_at_once(algorithm: str) -> None:
     assert r.makespan == pytest.approx(sum((10.0 + i % 5) / 3.0 for i in range(60)))
     assert r.search is not None and r.search.evaluations == 0 and r.restarts == 0
     assert list(r.makespans) == (["heft"] if algorithm == "best" else [algorithm])
-    assert r.skipped == ({"mdl": SKIP_NEAR, "peft": SKIP_NEAR} if algorithm == "best" else {})
+    assert r.skipped == ({"mdl": SKIP_BOUND, "peft": SKIP_BOUND} if algorithm == "best" else {})
 
 
 def test_a_plan_short_of_the_bound_is_searched() -> None:

@@ -18,7 +18,7 @@ from app.sched.dag.heft import upward_rank
 from app.sched.dag.mdl import MdlPlanner
 from app.sched.dag.model import DagProblem, Edge, Group, Network, Placement, Task, TaskStatus
 from app.sched.dag.state import PlanState
-from app.sched.registry import DAG_PLANNERS, NEAR_BOUND, plan_dag
+from app.sched.registry import DAG_PLANNERS, plan_dag
 from bench.dag_workload import groups, shaped_dag
 from tests.dag.strategies import dag_problems, replanned
 from tests.dag_invariants import check_plan, close
@@ -52,20 +52,20 @@ def test_search_is_deterministic(p: DagProblem, seed: int) -> None:
     assert a.plan.placements == b.plan.placements
 
 
-@given(dag_problems(), st.sampled_from([0.0, NEAR_BOUND]))
-def test_best_is_the_shorter_plan(p: DagProblem, near: float) -> None:
-    """`best` runs the planners in its order until one is within `near` of the lower bound (no later
-    one can be much shorter), says it skipped the rest, and keeps the shortest plan (ties: `mdl`)."""
-    r = plan_dag(p, "best", near_bound=near)
+@given(dag_problems())
+def test_best_is_the_shorter_plan(p: DagProblem) -> None:
+    """`best` runs the planners in its order until one reaches the lower bound (no later one can be
+    shorter), says it skipped the rest, and keeps the shortest plan (ties: `mdl`, then `heft`)."""
+    r = plan_dag(p, "best")
     ran = list(r.makespans)
     assert ran == list(ORDER)[: len(ran)]
-    assert r.skipped == dict.fromkeys(ORDER[len(ran):], best.SKIP_NEAR)
+    assert r.skipped == dict.fromkeys(ORDER[len(ran):], best.SKIP_BOUND)
     alone = {name: plan_dag(p, name).makespans[name] for name in DAG_PLANNERS}
     assert r.makespans == {name: alone[name] for name in ran}
     if r.skipped:
-        assert r.bound is not None and reaches(min(r.makespans.values()), r.bound * (1 + near))
+        assert reaches(min(r.makespans.values()), r.bound)
     assert r.makespans[r.plan.algorithm] == min(r.makespans.values())
-    assert r.makespans[r.plan.algorithm] <= min(alone.values()) * (1 + near + 1e-9)
+    assert r.makespans[r.plan.algorithm] <= min(alone.values()) * (1 + 1e-9)
     ties = [name for name in DAG_PLANNERS if r.makespans.get(name) == min(r.makespans.values())]
     assert r.plan.algorithm == ties[0]
 

@@ -1,11 +1,10 @@
 """`best`: run the planners in turn, keep the shortest plan (ties go to the first in `prefer`, `mdl`).
 
 The planners run cheapest and nearest the bound first (`ORDER`: HEFT, then MDL, then PEFT). One is
-skipped, and says why in `Portfolio.skipped`, when a plan so far already reaches `target` (the lower
-bound, or a makespan close enough to it, `app.sched.dag.bound`), or when a budget is given and the
-planner could not be expected to end within it: its expected time is its `COST` (its time relative
-to HEFT's) times the slowest pace, seconds per unit of `COST`, of the planners run so far. The first
-planner always runs.
+skipped, and says why in `Portfolio.skipped`, when a plan so far already reaches the lower bound
+(`app.sched.dag.bound`: no plan is shorter), or when a budget is given and the planner could not be
+expected to end within it: its expected time is its `COST` (its time relative to HEFT's) times the
+slowest pace, seconds per unit of `COST`, of the planners run so far. The first planner always runs.
 """
 
 from __future__ import annotations
@@ -19,9 +18,10 @@ from app.sched.dag.model import Plan, TaskStatus
 
 NAME = "best"
 ORDER = ("heft", "mdl", "peft")
-# time relative to HEFT's, from bench_dag at 10,000 tasks x 64 groups (mdl 1.7-3.8 x, peft 1.05-1.4 x)
-COST = {"heft": 1.0, "mdl": 3.0, "peft": 1.3}
-SKIP_NEAR = "near_bound"  # a plan so far is within the tolerance of the lower bound
+# time relative to HEFT's (its placement compiled, `list_kernel`), from bench_dag at 10,000 tasks x 64
+# groups and 20,000 x 200 x 2: mdl 10-27 x, peft 1.3-3.1 x
+COST = {"heft": 1.0, "mdl": 20.0, "peft": 2.5}
+SKIP_BOUND = "reached_bound"  # a plan so far reaches the lower bound: none is shorter
 SKIP_TIME = "time_budget"  # it could not be expected to end within the time budget
 
 
@@ -62,19 +62,19 @@ class Pace:
 
 
 def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False,
-              target: float | None = None, pace: Pace | None = None,
+              bound: float | None = None, pace: Pace | None = None,
               prefer: Sequence[str] = ()) -> Portfolio:
     """The shortest of the planners' plans (run in the order given), each one's makespan, and the
-    planners skipped: those after a plan that reaches `target` (a makespan no plan needs to beat),
-    and those `pace` does not expect to end within its budget. Among equal makespans the first in
-    `prefer` wins, then the first run."""
+    planners skipped: those after a plan that reaches `bound` (a makespan no plan beats), and those
+    `pace` does not expect to end within its budget. Among equal makespans the first in `prefer`
+    wins, then the first run."""
     pace = pace or Pace()
     plans: dict[str, Plan] = {}
     spans: dict[str, float] = {}
     skipped: dict[str, str] = {}
     for name, planner in planners.items():
-        if plans and reaches(min(spans.values()), target):
-            skipped[name] = SKIP_NEAR
+        if plans and reaches(min(spans.values()), bound):
+            skipped[name] = SKIP_BOUND
         elif plans and not pace.fits(name):
             skipped[name] = SKIP_TIME
         else:
