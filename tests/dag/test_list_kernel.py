@@ -16,7 +16,7 @@ from app.sched.dag import heft, list_kernel
 from app.sched.dag.graph import Compiled, compile_problem
 from app.sched.dag.heft import HeftPlanner, list_schedule, upward_rank
 from app.sched.dag.model import DagProblem, Placement
-from app.sched.dag.peft import PeftPlanner
+from app.sched.dag.peft import PeftPlanner, optimistic_costs
 from app.sched.dag.shift import relative
 from app.sched.registry import plan_dag
 from bench.dag_workload import groups, shaped_dag
@@ -44,6 +44,9 @@ def test_the_compiled_loop_gives_the_reference_plans(p: DagProblem, seed: int) -
     for run in _planners(seed):
         reference, compiled = _both(c, run)
         assert compiled == reference
+    with patch.object(heft, "COMPILED", False):
+        reference_oct = optimistic_costs(c)
+    assert np.array_equal(optimistic_costs(c), reference_oct)
 
 
 @given(dag_problems(), st.floats(0.0, 1.0), st.integers(0, 3))
@@ -84,10 +87,10 @@ def test_reach_is_the_reference_margin() -> None:
 
 def test_after_warming_planning_compiles_nothing_more() -> None:
     """`warm` (run before the service's first request) covers the types the planners pass."""
-    loop = list_kernel.list_schedule
+    loops = (list_kernel.list_schedule, list_kernel.optimistic_costs)
     list_kernel.warm()
-    warmed = len(loop.signatures)
+    warmed = [len(loop.signatures) for loop in loops]
     p = shaped_dag("layered", 50, groups(3, seed=1, slots=2), seed=1)
     for name in ("heft", "peft", "best"):
         plan_dag(p, name, search_s=1.0, max_evaluations=20)
-    assert len(loop.signatures) == warmed
+    assert [len(loop.signatures) for loop in loops] == warmed

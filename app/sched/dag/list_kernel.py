@@ -7,8 +7,9 @@ finish plus a per-group `bias` is least — in an idle gap when one is long enou
 group, slot by slot, and ties go to the lower. Each lane is kept as `state.Lane` keeps it (its idle
 gaps, sorted, the last open-ended, and the longest task a closed gap may hold), and a lane's gaps
 are searched only where `heft.Lanes.earliest_finish` searches them, in the same order, so the plans
-are the same to the last bit. `heft.COMPILED` switches between this and the Python reference
-(tests/dag/test_list_kernel.py holds one to the other).
+are the same to the last bit. PEFT's optimistic cost table is compiled too (`optimistic_costs`, a
+Python loop of numpy calls per edge before). `heft.COMPILED` switches between these and the Python
+reference (tests/dag/test_list_kernel.py holds one to the other).
 
 The graph comes as CSR arrays: task v's inputs are `pred_idx[pred_ptr[v]:pred_ptr[v + 1]]` (bytes in
 `pred_data`), its outputs `succ_idx[succ_ptr[v]:succ_ptr[v + 1]]`, each in the order of
@@ -240,10 +241,31 @@ def _first_least(fin: np.ndarray, lane_group: np.ndarray, bias: np.ndarray, v: i
     return at
 
 
+@njit(cache=True)
+def optimistic_costs(cost: np.ndarray, lat: float, per_byte: float, topo: np.ndarray, succ_ptr: np.ndarray,
+                     succ_idx: np.ndarray, succ_data: np.ndarray) -> np.ndarray:
+    """`peft.optimistic_costs`, the same sums in the same order: OCT as a (T, G) matrix."""
+    n_tasks, n_groups = cost.shape
+    oct_ = np.zeros((n_tasks, n_groups))
+    ahead = np.empty(n_groups)
+    for k in range(topo.size - 1, -1, -1):
+        v = topo[k]
+        for e in range(succ_ptr[v], succ_ptr[v + 1]):
+            s = succ_idx[e]
+            least = INF
+            for r in range(n_groups):
+                ahead[r] = oct_[s, r] + cost[s, r]
+                least = min(least, ahead[r])
+            moved = least + lat + succ_data[e] * per_byte
+            for r in range(n_groups):
+                oct_[v, r] = max(oct_[v, r], min(ahead[r], moved))
+    return oct_
+
+
 def graph_arrays(c: Compiled) -> tuple[np.ndarray, ...]:
-    """(pred_ptr, pred_idx, pred_data, succ_ptr, succ_idx) of `c`, made once and kept on it."""
+    """(pred_ptr, pred_idx, pred_data, succ_ptr, succ_idx, succ_data) of `c`, made once and kept on it."""
     if c.csr is None:
-        c.csr = (*_csr(c.preds), *_csr(c.succs)[:2])
+        c.csr = (*_csr(c.preds), *_csr(c.succs))
     return c.csr
 
 
@@ -266,7 +288,7 @@ def place_all(c: Compiled, priority: np.ndarray, bias: np.ndarray | None = None)
     position[c.topo] = np.arange(c.n_tasks)
     no_bias = np.empty((0, 0))
     lane, start, finish = list_schedule(
-        c.cost, c.lat, c.inv_bw, *graph_arrays(c), lane_group, np.array([t for _, _, t in lanes]),
+        c.cost, c.lat, c.inv_bw, *graph_arrays(c)[:5], lane_group, np.array([t for _, _, t in lanes]),
         state.finish.copy(), state.group_of.copy(), np.array(state.waiting, dtype=np.int64),
         np.array(state.ready, dtype=np.int64), np.asarray(priority, dtype=float), position,
         no_bias if bias is None else np.ascontiguousarray(bias, dtype=float), float(state.now))
@@ -287,3 +309,5 @@ def warm() -> None:
     c = compile_problem(p)
     place_all(c, np.ones(2))
     place_all(c, np.ones(2), np.zeros((2, 1)))
+    _, _, _, succ_ptr, succ_idx, succ_data = graph_arrays(c)
+    optimistic_costs(c.cost, 0.0, 0.0, np.array(c.topo, dtype=np.int64), succ_ptr, succ_idx, succ_data)

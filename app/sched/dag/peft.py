@@ -28,6 +28,10 @@ NAME = "peft"
 def optimistic_costs(c: Compiled) -> np.ndarray:
     """OCT as a (T, G) matrix; 0 for exit tasks."""
     lat, per_byte = mean_transfer(c)
+    if heft.COMPILED:
+        _, _, _, succ_ptr, succ_idx, succ_data = list_kernel.graph_arrays(c)
+        return list_kernel.optimistic_costs(c.cost, lat, per_byte, np.array(c.topo, dtype=np.int64),
+                                            succ_ptr, succ_idx, succ_data)
     oct_ = np.zeros((c.n_tasks, c.n_groups))
     for v in reversed(c.topo):
         for s, data in c.succs[v]:
