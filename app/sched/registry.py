@@ -73,14 +73,15 @@ DAG_PLANNERS: dict[str, type[MdlPlanner] | type[HeftPlanner] | type[PeftPlanner]
     MdlPlanner.NAME: MdlPlanner, HeftPlanner.NAME: HeftPlanner, PeftPlanner.NAME: PeftPlanner,
 }
 DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
-NEAR_BOUND = 0.005  # a plan within this fraction of the lower bound is taken as short enough
+NEAR_BOUND = 0.005  # a plan within this fraction of the lower bound is taken as short enough...
+NEAR_MIN_CELLS = 100_000  # ...from this many tasks x groups (below, the search is cheap: it runs)
 BEST_DEFAULT_S = 0.8  # `best` without an asked budget: everything (planners and search) within this
 
 
 def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_s: float | None = 0.0,
              max_search_s: float = 2.0, max_evaluations: int | None = None, seed: int = 0,
              clock: Callable[[], float] | None = None, near_bound: float = NEAR_BOUND,
-             best_default_s: float = BEST_DEFAULT_S) -> DagResult:
+             best_default_s: float = BEST_DEFAULT_S, near_min_cells: int = NEAR_MIN_CELLS) -> DagResult:
     """The one DAG planning function: compile, plan with one planner (or several, for `best`),
     improve by local search, analyse. Planning runs in times relative to `now`; the plan returned is
     on the caller's clock.
@@ -92,8 +93,9 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     after the first starts only when it is expected to end within that, and the search has what is
     left. Without a clock only `max_evaluations` bounds the search (and without either there is
     none): the same request then always gives the same plan. Once a plan reaches the lower bound,
-    `best` runs no more planners; once one is within `near_bound` (a fraction) of it, no search is
-    begun or continued (it could gain at most that).
+    `best` runs no more planners; once one is within `near_bound` (a fraction) of it, on a problem
+    of `near_min_cells` tasks × groups or more, no search is begun or continued (it could gain at
+    most that, and a small problem's search is cheap).
     """
     t0 = clock() if clock else 0.0
     c = compile_problem(relative(problem))
@@ -116,9 +118,14 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
         bound = lower_bound(c) if bound is None else bound
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
                                      max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans),
-                                     bound * (1 + near_bound))
+                                     _good_enough(c, bound, near_bound, near_min_cells))
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
                      found, tried, bound, skipped, total)
+
+
+def _good_enough(c: Compiled, bound: float, near: float, min_cells: int) -> float:
+    """The makespan at which the search stops: the bound, or within `near` of it on a large problem."""
+    return bound * (1 + near) if c.n_tasks * c.n_groups >= min_cells else bound
 
 
 def _portfolio(c: Compiled, explain: bool, bound: float, total: float | None,

@@ -7,10 +7,11 @@ from __future__ import annotations
 import pytest
 
 from app.sched.dag import best
+from app.sched.dag.bound import reaches
 from app.sched.dag.graph import compile_problem
 from app.sched.dag.heft import HeftPlanner
 from app.sched.dag.model import Plan
-from app.sched.registry import plan_dag
+from app.sched.registry import NEAR_BOUND, plan_dag
 from bench.dag_workload import groups, shaped_dag
 
 SECONDS = {"heft": 0.1, "mdl": 0.3, "peft": 0.13}  # each planner's time on the fake clock
@@ -81,3 +82,14 @@ def test_an_asked_budget_runs_every_planner() -> None:
     p = shaped_dag("layered", 60, groups(4, seed=2), seed=2)
     r = plan_dag(p, "best", search_s=0.01, clock=_ticking(1e-3), near_bound=0.0, best_default_s=0.0)
     assert r.budget_s is None and r.skipped == {} and list(r.makespans)[:3] == list(best.ORDER)
+
+
+@pytest.mark.parametrize(("min_cells", "searched"), [(1, False), (10**9, True)])
+def test_a_plan_near_the_bound_is_not_searched_on_a_large_problem(min_cells: int, searched: bool) -> None:
+    """Independent tasks: HEFT's plan is a little above the work bound, not at it. Counted as large
+    (`near_min_cells`), no other priority and no move is tried; counted as small, the search runs."""
+    p = shaped_dag("independent", 300, groups(8, seed=4), seed=4)
+    r = plan_dag(p, "best", search_s=60.0, max_evaluations=40, near_min_cells=min_cells)
+    assert r.bound is not None and not reaches(r.makespan, r.bound)
+    assert r.makespans[r.plan.algorithm] <= r.bound * (1 + NEAR_BOUND)
+    assert r.search is not None and (r.search.evaluations > 0 or r.restarts > 0) == searched
