@@ -175,8 +175,14 @@ class Search:
         self.best_lay, self.best = self._copy(self.lay), self.cur
         self.rng = random.Random(seed)
         self.evals, self.moves = 1, 0
-        self.able = [[i for i, g in enumerate(r.lane_group) if np.isfinite(c.cost[v, g])]
-                     for v in range(c.n_tasks)]
+        self.runs = np.isfinite(c.cost[:, r.lane_group])  # (tasks, lanes): which lanes can run each
+        self._able: dict[int, list[int]] = {}
+
+    def able(self, v: int) -> list[int]:
+        """The lanes able to run v, ascending; found when first asked (only critical tasks move)."""
+        if v not in self._able:
+            self._able[v] = np.flatnonzero(self.runs[v]).tolist()
+        return self._able[v]
 
     def spent(self, next_s: float = 0.0) -> bool:
         """Whether the best plan is as short as any can be, the evaluations are used up, or work
@@ -190,7 +196,7 @@ class Search:
         return Layout(list(lay.lane), list(lay.key))
 
     def run(self) -> None:
-        if all(len(self.able[v]) < 2 for v in self.r.pending):
+        if not (self.runs[self.r.pending].sum(axis=1) >= 2).any():
             return  # no task has anywhere else to go
         while not self.spent(self.part_s):  # room for at least one more move's re-timing
             if not self.step():
@@ -204,7 +210,7 @@ class Search:
         for v in _critical(r, self.timing):
             old = lay.lane[v]
             cost = r.cost[v]
-            others = sorted((x for x in self.able[v] if x != old), key=lambda x: (cost[r.lane_group[x]], x))
+            others = sorted((x for x in self.able(v) if x != old), key=lambda x: (cost[r.lane_group[x]], x))
             for x in others:
                 if self.spent(self.part_s):
                     return True
@@ -237,7 +243,7 @@ class Search:
         r, lay = self.r, self._copy(self.best_lay)
         path = _critical(r, r.retime(lay)) or r.pending
         for v in self.rng.sample(sorted(path), min(3, len(path))):
-            choices = [x for x in self.able[v] if x != lay.lane[v]]
+            choices = [x for x in self.able(v) if x != lay.lane[v]]
             if choices:
                 lay.lane[v] = self.rng.choice(choices)
         self.lay = lay
