@@ -12,11 +12,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sched.dag import heft, list_kernel
+from app.sched.dag import list_kernel
+from app.sched.dag.bound import lower_bound
 from app.sched.dag.graph import Compiled, compile_problem
 from app.sched.dag.heft import HeftPlanner, list_schedule, upward_rank
 from app.sched.dag.model import DagProblem, Placement
 from app.sched.dag.peft import PeftPlanner, optimistic_costs
+from app.sched.dag.restarts import _finite, rank_with
 from app.sched.dag.shift import relative
 from app.sched.registry import plan_dag
 from bench.dag_workload import groups, shaped_dag
@@ -24,9 +26,9 @@ from tests.dag.strategies import dag_problems, replanned
 
 
 def _both(c: Compiled, run) -> tuple[list[Placement], list[Placement]]:  # type: ignore[no-untyped-def]
-    with patch.object(heft, "COMPILED", False):
+    with patch.object(list_kernel, "COMPILED", False):
         reference = run(c).placements
-    with patch.object(heft, "COMPILED", True):
+    with patch.object(list_kernel, "COMPILED", True):
         compiled = run(c).placements
     return reference, compiled
 
@@ -44,7 +46,7 @@ def test_the_compiled_loop_gives_the_reference_plans(p: DagProblem, seed: int) -
     for run in _planners(seed):
         reference, compiled = _both(c, run)
         assert compiled == reference
-    with patch.object(heft, "COMPILED", False):
+    with patch.object(list_kernel, "COMPILED", False):
         reference_oct = optimistic_costs(c)
     assert np.array_equal(optimistic_costs(c), reference_oct)
 
@@ -57,6 +59,26 @@ def test_the_compiled_loop_gives_the_reference_plans_when_replanning(p: DagProbl
     for run in _planners(seed):
         reference, compiled = _both(c, run)
         assert compiled == reference
+    _same_numbers(c)
+
+
+def _numbers(c: Compiled) -> list[np.ndarray]:
+    """Every rank the planners and `best` use, and the lower bound."""
+    ranks = [upward_rank(c), rank_with(c, c.mean_cost, every_pair=True)]
+    ranks += [rank_with(c, _finite(c, stat)) for stat in (np.min, np.max, np.median)]
+    return [*ranks, np.array([lower_bound(c)])]
+
+
+def _same_numbers(c: Compiled) -> None:
+    with patch.object(list_kernel, "COMPILED", False):
+        reference = _numbers(c)
+    compiled = _numbers(c)
+    assert all(np.array_equal(a, b) for a, b in zip(compiled, reference, strict=True))
+
+
+@given(dag_problems())
+def test_the_compiled_ranks_and_bound_are_the_reference_numbers(p: DagProblem) -> None:
+    _same_numbers(compile_problem(relative(p)))
 
 
 @pytest.mark.parametrize(("shape", "n", "n_groups", "slots"), [
@@ -68,6 +90,7 @@ def test_the_compiled_loop_gives_the_reference_plans_on_larger_dags(shape: str, 
     for run in _planners(n):
         reference, compiled = _both(c, run)
         assert compiled == reference
+    _same_numbers(c)
 
 
 def test_a_lane_grows_past_its_first_gaps() -> None:
@@ -87,10 +110,11 @@ def test_reach_is_the_reference_margin() -> None:
 
 def test_after_warming_planning_compiles_nothing_more() -> None:
     """`warm` (run before the service's first request) covers the types the planners pass."""
-    loops = (list_kernel.list_schedule, list_kernel.optimistic_costs)
+    loops = (list_kernel.list_schedule, list_kernel.optimistic_costs, list_kernel.upward,
+             list_kernel.path_bound)
     list_kernel.warm()
     warmed = [len(loop.signatures) for loop in loops]
     p = shaped_dag("layered", 50, groups(3, seed=1, slots=2), seed=1)
-    for name in ("heft", "peft", "best"):
+    for name in ("heft", "peft", "mdl", "best"):
         plan_dag(p, name, search_s=1.0, max_evaluations=20)
     assert [len(loop.signatures) for loop in loops] == warmed

@@ -19,9 +19,6 @@ from app.sched.dag.model import Plan, Step, TaskStatus
 from app.sched.dag.state import PlanState
 
 NAME = "heft"
-# the list planners' placement loop compiled (`list_kernel`) rather than in Python (the reference,
-# which `explain` also takes: it records each step's runner-up)
-COMPILED = True
 
 
 def mean_transfer(c: Compiled) -> tuple[float, float]:
@@ -35,6 +32,8 @@ def mean_transfer(c: Compiled) -> tuple[float, float]:
 
 def upward_rank(c: Compiled) -> np.ndarray:
     lat, per_byte = mean_transfer(c)
+    if list_kernel.COMPILED:
+        return list_kernel.upward(c.mean_cost.astype(float), lat, per_byte, *list_kernel.topo_succs(c))
     rank = c.mean_cost.astype(float)
     for u in reversed(c.topo):
         if c.succs[u]:
@@ -47,7 +46,7 @@ class HeftPlanner:
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
         rank = upward_rank(c)
-        if COMPILED and not explain:  # the same plan: tasks in rank order are always ready
+        if list_kernel.COMPILED and not explain:  # the same plan: tasks in rank order are always ready
             return Plan(NAME, list_kernel.place_all(c, rank))
         state = PlanState(c)
         position = {v: i for i, v in enumerate(c.topo)}
@@ -112,7 +111,7 @@ class Lanes:
 def list_schedule(c: Compiled, priority: np.ndarray, name: str) -> Plan:
     """HEFT's placement (earliest finish, idle gaps used) with any task priority: the ready task of
     highest priority goes first (ties: topological position), so any priority gives a valid order."""
-    if COMPILED:
+    if list_kernel.COMPILED:
         return Plan(name, list_kernel.place_all(c, priority))
     state = PlanState(c)
     position = {v: i for i, v in enumerate(c.topo)}

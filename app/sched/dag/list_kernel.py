@@ -7,9 +7,10 @@ finish plus a per-group `bias` is least — in an idle gap when one is long enou
 group, slot by slot, and ties go to the lower. Each lane is kept as `state.Lane` keeps it (its idle
 gaps, sorted, the last open-ended, and the longest task a closed gap may hold), and a lane's gaps
 are searched only where `heft.Lanes.earliest_finish` searches them, in the same order, so the plans
-are the same to the last bit. PEFT's optimistic cost table is compiled too (`optimistic_costs`, a
-Python loop of numpy calls per edge before). `heft.COMPILED` switches between these and the Python
-reference (tests/dag/test_list_kernel.py holds one to the other).
+are the same to the last bit. Compiled too, as the same sums in the same order: PEFT's optimistic
+cost table (`optimistic_costs`), the upward rank with any task cost (`upward`), and the lower bound's
+path bound (`path_bound`), each a Python loop over tasks or edges before. `COMPILED` switches between
+these and the Python references (tests/dag/test_list_kernel.py holds one to the other).
 
 The graph comes as CSR arrays: task v's inputs are `pred_idx[pred_ptr[v]:pred_ptr[v + 1]]` (bytes in
 `pred_data`), its outputs `succ_idx[succ_ptr[v]:succ_ptr[v + 1]]`, each in the order of
@@ -27,6 +28,7 @@ from app.sched.dag.model import Placement, TaskStatus
 from app.sched.dag.state import PlanState
 
 INF = np.inf
+COMPILED = True  # False: the Python references (`explain` always takes HEFT's and PEFT's)
 
 
 @njit(cache=True, inline="always")
@@ -262,11 +264,64 @@ def optimistic_costs(cost: np.ndarray, lat: float, per_byte: float, topo: np.nda
     return oct_
 
 
+@njit(cache=True)
+def upward(work: np.ndarray, lat: float, per_byte: float, topo: np.ndarray, succ_ptr: np.ndarray,
+           succ_idx: np.ndarray, succ_data: np.ndarray) -> np.ndarray:
+    """`restarts.rank_with` (and `heft.upward_rank`): work[u] + the largest of (lat + bytes ×
+    per_byte) + rank[v] over u's successors v."""
+    rank = work.copy()
+    for k in range(topo.size - 1, -1, -1):
+        u = topo[k]
+        if succ_ptr[u] == succ_ptr[u + 1]:
+            continue
+        most = -INF
+        for e in range(succ_ptr[u], succ_ptr[u + 1]):
+            most = max(most, lat + succ_data[e] * per_byte + rank[succ_idx[e]])
+        rank[u] = work[u] + most
+    return rank
+
+
+@njit(cache=True)
+def path_bound(topo: np.ndarray, fixed: np.ndarray, pred_ptr: np.ndarray, pred_idx: np.ndarray,
+               pred_data: np.ndarray, finish: np.ndarray, group: np.ndarray, lat: np.ndarray,
+               inv_bw: np.ndarray, lat_in: np.ndarray, per_byte_in: np.ndarray, free: np.ndarray,
+               cost: np.ndarray, now: float, latest: float) -> float:
+    """`bound._path_bound`'s loop: each pending task with inputs, in topological order, finishes at
+    the least over groups of max(its inputs there, a slot free) + its cost; the latest finish
+    (from `latest` on). `finish` holds the fixed tasks' and the input-less ones' and is filled in."""
+    n_groups = lat.shape[0]
+    arrive = np.empty(n_groups)
+    for v in topo:
+        if fixed[v] or pred_ptr[v] == pred_ptr[v + 1]:
+            continue
+        arrive[:] = now
+        for e in range(pred_ptr[v], pred_ptr[v + 1]):
+            u, data = pred_idx[e], pred_data[e]
+            for r in range(n_groups):
+                if fixed[u]:
+                    a = finish[u] + lat[group[u], r] + data * inv_bw[group[u], r]
+                else:
+                    a = finish[u] + lat_in[r] + data * per_byte_in[r]
+                if a > arrive[r]:
+                    arrive[r] = a
+        least = INF
+        for r in range(n_groups):
+            least = min(least, (arrive[r] if arrive[r] >= free[r] else free[r]) + cost[v, r])
+        finish[v] = least
+        latest = max(latest, least)
+    return latest
+
+
 def graph_arrays(c: Compiled) -> tuple[np.ndarray, ...]:
     """(pred_ptr, pred_idx, pred_data, succ_ptr, succ_idx, succ_data) of `c`, made once and kept on it."""
     if c.csr is None:
         c.csr = (*_csr(c.preds), *_csr(c.succs))
     return c.csr
+
+
+def topo_succs(c: Compiled) -> tuple[np.ndarray, ...]:
+    """(topological order, succ_ptr, succ_idx, succ_data) as arrays, for the compiled loops."""
+    return (np.array(c.topo, dtype=np.int64), *graph_arrays(c)[3:])
 
 
 def _csr(lists: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -309,5 +364,10 @@ def warm() -> None:
     c = compile_problem(p)
     place_all(c, np.ones(2))
     place_all(c, np.ones(2), np.zeros((2, 1)))
-    _, _, _, succ_ptr, succ_idx, succ_data = graph_arrays(c)
-    optimistic_costs(c.cost, 0.0, 0.0, np.array(c.topo, dtype=np.int64), succ_ptr, succ_idx, succ_data)
+    pred_ptr, pred_idx, pred_data, succ_ptr, succ_idx, succ_data = graph_arrays(c)
+    topo = np.array(c.topo, dtype=np.int64)
+    optimistic_costs(c.cost, 0.0, 0.0, topo, succ_ptr, succ_idx, succ_data)
+    upward(c.mean_cost, 0.0, 0.0, topo, succ_ptr, succ_idx, succ_data)
+    path_bound(topo, np.zeros(2, dtype=np.bool_), pred_ptr, pred_idx, pred_data, np.zeros(2),
+               np.full(2, -1, dtype=np.int64), c.lat, c.inv_bw, np.zeros(1), np.zeros(1), np.zeros(1),
+               c.cost, 0.0, 0.0)

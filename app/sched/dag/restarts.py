@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from app.sched.dag import list_kernel
 from app.sched.dag.best import makespan
 from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
@@ -29,6 +30,9 @@ def rank_with(c: Compiled, work: np.ndarray, every_pair: bool = False) -> np.nda
     """Upward rank with `work` as each task's cost; `every_pair`: the mean transfer over every pair
     of groups, a group with itself included (as saga's HEFT ranks), not only distinct ones."""
     lat, per_byte = _every_pair(c) if every_pair else mean_transfer(c)
+    if list_kernel.COMPILED:
+        return list_kernel.upward(np.ascontiguousarray(work, dtype=float), lat, per_byte,
+                                  *list_kernel.topo_succs(c))
     rank = work.astype(float)
     for u in reversed(c.topo):
         if c.succs[u]:
