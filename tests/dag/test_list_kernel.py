@@ -81,6 +81,15 @@ def test_the_compiled_ranks_and_bound_are_the_reference_numbers(p: DagProblem) -
     _same_numbers(compile_problem(relative(p)))
 
 
+@given(dag_problems())
+def test_each_tasks_cost_statistic_is_the_row_by_row_one(p: DagProblem) -> None:
+    """`_finite` sorts all rows at once; the numbers are `stat` of each row's finite costs."""
+    c = compile_problem(relative(p))
+    for stat in (np.min, np.max, np.median):
+        one_by_one = [stat(row[np.isfinite(row)]) if np.isfinite(row).any() else 0.0 for row in c.cost]
+        assert np.array_equal(_finite(c, stat), np.array(one_by_one))
+
+
 @pytest.mark.parametrize(("shape", "n", "n_groups", "slots"), [
     ("layered", 400, 8, 1), ("layered", 400, 6, 3), ("fanout", 300, 5, 2), ("chain", 200, 4, 1),
     ("independent", 300, 7, 2)])

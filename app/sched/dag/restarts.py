@@ -23,7 +23,20 @@ from app.sched.dag.model import Plan
 
 
 def _finite(c: Compiled, stat: Callable[[np.ndarray], float]) -> np.ndarray:
-    return np.array([stat(row[np.isfinite(row)]) if np.isfinite(row).any() else 0.0 for row in c.cost])
+    """Per task, `stat` (np.min, np.max or np.median) of its finite costs; 0 where it has none. The
+    same numbers as applying `stat` row by row (tests/dag/test_list_kernel.py), without the loop."""
+    finite = np.isfinite(c.cost)
+    ordered = np.sort(np.where(finite, c.cost, np.inf), axis=1)  # the finite costs first, ascending
+    k = finite.sum(axis=1)
+    rows = np.arange(c.n_tasks)
+    if stat is np.min:
+        out = ordered[:, 0]
+    elif stat is np.max:
+        out = ordered[rows, np.maximum(k - 1, 0)]
+    else:  # the median: the middle cost, or the mean of the middle two, as np.median computes it
+        lo, hi = ordered[rows, np.maximum((k - 1) // 2, 0)], ordered[rows, np.maximum(k // 2, 0)]
+        out = np.where(k % 2 == 1, lo, (lo + hi) / 2)
+    return np.where(k > 0, out, 0.0)
 
 
 def rank_with(c: Compiled, work: np.ndarray, every_pair: bool = False) -> np.ndarray:
