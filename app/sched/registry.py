@@ -90,8 +90,9 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     none); 0 turns it off; None: SEARCH_MULTIPLE × the list scheduling time, at least MIN_SEARCH_S;
     never more than `max_search_s`. For `best` with search_s None (and a clock), the whole of it
     (compiling, planners, search) also keeps within `best_default_s` (and `max_search_s`): a planner
-    after the first starts only when it is expected to end within that, and the search has what is
-    left. Without a clock only `max_evaluations` bounds the search (and without either there is
+    after the first starts only when it is expected to end within that (the list time the search's
+    default counts includes the expected time of those that do not), and the search has at most
+    what is left. Without a clock only `max_evaluations` bounds the search (and without either there is
     none): the same request then always gives the same plan. Once a plan reaches the lower bound,
     `best` runs no more planners; once one is within `near_bound` (a fraction) of it, on a problem
     of `near_min_cells` tasks × groups or more, no search is begun or continued (it could gain at
@@ -101,17 +102,18 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     c = compile_problem(relative(problem))
     bound = total = None
     skipped: dict[str, str] = {}
+    skipped_s = 0.0
     if algorithm == best.NAME:
         bound = lower_bound(c)
         total = min(best_default_s, max_search_s) if search_s is None and clock else None
-        plan, spans, skipped = _portfolio(c, explain, bound, total, clock, t0)
+        plan, spans, skipped, skipped_s = _portfolio(c, explain, bound, total, clock, t0)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
     # Without a clock time stands still (the search's clock reads 0): the budget never runs out and
     # only max_evaluations stops the search, so there is none without it.
     list_s = clock() - t0 if clock else 0.0
-    budget = search_budget(search_s, list_s, max_search_s)
+    budget = search_budget(search_s, list_s + skipped_s, max_search_s)
     budget = budget if total is None else max(0.0, min(budget, total - list_s))
     found, tried = None, 0
     if budget > 0 and (clock or max_evaluations):
@@ -129,12 +131,15 @@ def _good_enough(c: Compiled, bound: float, near: float, min_cells: int) -> floa
 
 
 def _portfolio(c: Compiled, explain: bool, bound: float, total: float | None,
-               clock: Callable[[], float] | None, t0: float) -> tuple[Plan, dict[str, float], dict[str, str]]:
-    """`best`'s planners in `best.ORDER`, within `total` seconds from `t0` when it is given."""
+               clock: Callable[[], float] | None, t0: float
+               ) -> tuple[Plan, dict[str, float], dict[str, str], float]:
+    """`best`'s planners in `best.ORDER`, within `total` seconds from `t0` when it is given; the
+    plan, the makespans, the planners skipped and the time those skipped for time would have taken
+    (the search's default counts it as list time: skipping a planner does not shrink the search)."""
     pace = best.Pace(total, clock, clock() - t0) if clock else None
     found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, bound, pace,
                            prefer=list(DAG_PLANNERS))
-    return found.plan, found.spans, found.skipped
+    return found.plan, found.spans, found.skipped, found.skipped_s
 
 
 def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,

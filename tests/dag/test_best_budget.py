@@ -50,6 +50,8 @@ def test_a_planner_starts_only_when_it_is_expected_to_fit(monkeypatch: pytest.Mo
                            prefer=["mdl", "heft", "peft"])
     assert list(found.spans) == ran
     assert found.skipped == dict.fromkeys([n for n in best.ORDER if n not in ran], best.SKIP_TIME)
+    # every planner's pace is 0.1 s per unit of cost: a skipped one was expected to take 0.1 x its cost
+    assert found.skipped_s == pytest.approx(0.1 * sum(best.COST[n] for n in found.skipped))
     if budget is not None:  # ended within the budget, or the first planner alone overran it
         assert now[0] + spent <= max(budget, SECONDS["heft"] + spent) + 1e-12
     assert found.plan.algorithm == ("mdl" if "mdl" in ran else "heft")  # equal plans: mdl preferred

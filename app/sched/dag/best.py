@@ -35,6 +35,7 @@ class Portfolio:
     plan: Plan
     spans: dict[str, float]  # per planner run, in the order run
     skipped: dict[str, str] = field(default_factory=dict)  # per planner not run: why
+    skipped_s: float = 0.0  # the time the planners skipped for time were expected to take
 
 
 @dataclass(slots=True)
@@ -50,9 +51,11 @@ class Pace:
     def __post_init__(self) -> None:
         self.t0 = self.clock() - self.spent_s
 
+    def expected(self, name: str) -> float:
+        return self.per_cost * COST.get(name, 1.0)
+
     def fits(self, name: str) -> bool:
-        expected = self.per_cost * COST.get(name, 1.0)
-        return self.budget_s is None or self.clock() - self.t0 + expected <= self.budget_s
+        return self.budget_s is None or self.clock() - self.t0 + self.expected(name) <= self.budget_s
 
     def timed(self, name: str, run: Callable[[], Plan]) -> Plan:
         t1 = self.clock()
@@ -72,14 +75,15 @@ def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False
     plans: dict[str, Plan] = {}
     spans: dict[str, float] = {}
     skipped: dict[str, str] = {}
+    skipped_s = 0.0
     for name, planner in planners.items():
         if plans and reaches(min(spans.values()), bound):
             skipped[name] = SKIP_BOUND
         elif plans and not pace.fits(name):
-            skipped[name] = SKIP_TIME
+            skipped[name], skipped_s = SKIP_TIME, skipped_s + pace.expected(name)
         else:
             plans[name] = pace.timed(name, lambda p=planner: p.plan(c, explain))  # type: ignore[attr-defined]
             spans[name] = makespan(plans[name], c.problem.now)
     rank = {name: i for i, name in enumerate(prefer)}
     winner = min(spans, key=lambda name: (spans[name], rank.get(name, len(rank))))
-    return Portfolio(plans[winner], spans, skipped)
+    return Portfolio(plans[winner], spans, skipped, skipped_s)
