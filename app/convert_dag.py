@@ -36,6 +36,7 @@ class DagLimits:
     max_tasks: int = 20_000
     max_cells: int = 4_000_000  # tasks × groups: the planners keep a few float matrices of that size
     max_search_s: float = 2.0  # ceiling of the search budget
+    best_default_s: float = 0.8  # `best` without an asked budget: planners and search within this
 
 
 class Problems:
@@ -310,6 +311,8 @@ def plan_to_wire(req: DagPlanRequest, result: DagResult, timing: dict[str, float
         search=_search(result),
         finish=plan.finish,
         makespans=result.makespans,
+        skipped=result.skipped,
+        total_budget_s=result.budget_s,
         lower_bound=result.bound,
         tasks=[TaskPlanOut(id=tasks[p.task].id, group=groups[p.group].id, slot=p.slot, start=p.start,
                            finish=p.finish, status=STATUS_OUT[p.status],

@@ -19,6 +19,7 @@ from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import clusters, dag, health, metrics, schedule, simulate
 from app.api.stopping import ShutdownFlag, shutdown_signals
 from app.sched import profile_kernels
+from app.sched.dag import list_kernel
 from app.settings import Settings, get_settings
 from app.store.index import ClusterCache
 from app.store.kv import index_kv
@@ -32,9 +33,10 @@ from schemas.simulate import SimulateRequest
 @asynccontextmanager
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
     """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`,
-    ~6 s of CPU the first time on a machine, ~0.3 s from numba's cache); then the
-    shutdown signals watched while the service runs."""
+    ~6 s of CPU the first time on a machine, ~0.3 s from numba's cache), and the DAG planners'
+    (`list_kernel.warm`); then the shutdown signals watched while the service runs."""
     await run_in_threadpool(profile_kernels.warm)
+    await run_in_threadpool(list_kernel.warm)
     async with shutdown_signals(shutdown):
         yield
 

@@ -47,7 +47,8 @@ def _wire(p: DagProblem) -> dict[str, Any]:
 def speed_rows(sizes: list[int], n_groups: int, slots: int, shapes: list[str], algorithms: list[str],
                repeat: int, http: bool) -> list[dict[str, Any]]:
     """Planning time per shape and size. The list planners run alone (no search); `best` runs with
-    its default search budget (3 × its list time, at least 0.05 s, at most 2 s), which is part of it."""
+    its default budget (everything within 0.8 s, the planners that fit and a search of 3 × their list
+    time, at least 0.05 s, in what is left), which is part of it."""
     rows = []
     server = Server() if http else None
     try:

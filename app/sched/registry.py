@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from app.sched.budget import Budget, unevaluated
 from app.sched.collector import rare_collections
@@ -55,12 +55,14 @@ def decide(
 class DagResult:
     compiled: Compiled
     plan: Plan
-    makespans: dict[str, float]  # per planner run: one entry, or every planner for `best`
+    makespans: dict[str, float]  # per planner run: one entry, or every planner `best` ran
     critical: list[int]  # task indices, first to last
     now: float = 0.0  # the caller's `now`: `compiled` is relative to it, `plan` is on the caller's clock
     search: SearchResult | None = None  # what the local search after list scheduling did, if it ran
     restarts: int = 0  # `best`: list plans tried besides the planners' (other task priorities)
     bound: float | None = None  # a makespan no plan beats (`app.sched.dag.bound`), where it was computed
+    skipped: dict[str, str] = field(default_factory=dict)  # `best`: planners not run, and why
+    budget_s: float | None = None  # `best` without an asked budget: the time it had in all
 
     @property
     def makespan(self) -> float:
@@ -71,55 +73,87 @@ DAG_PLANNERS: dict[str, type[MdlPlanner] | type[HeftPlanner] | type[PeftPlanner]
     MdlPlanner.NAME: MdlPlanner, HeftPlanner.NAME: HeftPlanner, PeftPlanner.NAME: PeftPlanner,
 }
 DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
+NEAR_BOUND = 0.005  # a plan within this fraction of the lower bound is taken as short enough...
+NEAR_MIN_CELLS = 100_000  # ...from this many tasks x groups (below, the search is cheap: it runs)
+BEST_DEFAULT_S = 0.8  # `best` without an asked budget: everything (planners and search) within this
 
 
 def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_s: float | None = 0.0,
              max_search_s: float = 2.0, max_evaluations: int | None = None, seed: int = 0,
-             clock: Callable[[], float] | None = None) -> DagResult:
-    """The one DAG planning function: compile, plan with one planner (or all, for `best`), improve by
-    local search, analyse. Planning runs in times relative to `now`; the plan returned is on the
-    caller's clock.
+             clock: Callable[[], float] | None = None, near_bound: float = NEAR_BOUND,
+             best_default_s: float = BEST_DEFAULT_S, near_min_cells: int = NEAR_MIN_CELLS) -> DagResult:
+    """The one DAG planning function: compile, plan with one planner (or several, for `best`),
+    improve by local search, analyse. Planning runs in times relative to `now`; the plan returned is
+    on the caller's clock.
 
     search_s: the search's budget in seconds on `clock` (the caller's, monotonic; the core reads
     none); 0 turns it off; None: SEARCH_MULTIPLE × the list scheduling time, at least MIN_SEARCH_S;
-    never more than `max_search_s`. Without a clock only `max_evaluations` bounds the search (and
-    without either there is none): the same request then always gives the same plan.
+    never more than `max_search_s`. For `best` with search_s None (and a clock), the whole of it
+    (compiling, planners, search) also keeps within `best_default_s` (and `max_search_s`): a planner
+    after the first starts only when it is expected to end within that (the list time the search's
+    default counts includes the expected time of those that do not), and the search has at most
+    what is left. Without a clock only `max_evaluations` bounds the search (and without either there is
+    none): the same request then always gives the same plan. Once a plan reaches the lower bound,
+    `best` runs no more planners; once one is within `near_bound` (a fraction) of it, on a problem
+    of `near_min_cells` tasks × groups or more, no search is begun or continued (it could gain at
+    most that, and a small problem's search is cheap).
     """
     t0 = clock() if clock else 0.0
     c = compile_problem(relative(problem))
-    bound = None
+    bound = total = None
+    skipped: dict[str, str] = {}
+    skipped_s = 0.0
     if algorithm == best.NAME:
         bound = lower_bound(c)
-        plan, spans = best.best_plan(c, {n: cls() for n, cls in DAG_PLANNERS.items()}, explain, bound)
+        total = min(best_default_s, max_search_s) if search_s is None and clock else None
+        plan, spans, skipped, skipped_s = _portfolio(c, explain, bound, total, clock, t0)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
     # Without a clock time stands still (the search's clock reads 0): the budget never runs out and
     # only max_evaluations stops the search, so there is none without it.
     list_s = clock() - t0 if clock else 0.0
-    budget = search_budget(search_s, list_s, max_search_s)
+    budget = search_budget(search_s, list_s + skipped_s, max_search_s)
+    budget = budget if total is None else max(0.0, min(budget, total - list_s))
     found, tried = None, 0
     if budget > 0 and (clock or max_evaluations):
         bound = lower_bound(c) if bound is None else bound
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
                                      max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans),
-                                     bound)
+                                     _good_enough(c, bound, near_bound, near_min_cells))
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
-                     found, tried, bound)
+                     found, tried, bound, skipped, total)
+
+
+def _good_enough(c: Compiled, bound: float, near: float, min_cells: int) -> float:
+    """The makespan at which the search stops: the bound, or within `near` of it on a large problem."""
+    return bound * (1 + near) if c.n_tasks * c.n_groups >= min_cells else bound
+
+
+def _portfolio(c: Compiled, explain: bool, bound: float, total: float | None,
+               clock: Callable[[], float] | None, t0: float
+               ) -> tuple[Plan, dict[str, float], dict[str, str], float]:
+    """`best`'s planners in `best.ORDER`, within `total` seconds from `t0` when it is given; the
+    plan, the makespans, the planners skipped and the time those skipped for time would have taken
+    (the search's default counts it as list time: skipping a planner does not shrink the search)."""
+    pace = best.Pace(total, clock, clock() - t0) if clock else None
+    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, bound, pace,
+                           prefer=list(DAG_PLANNERS))
+    return found.plan, found.spans, found.skipped, found.skipped_s
 
 
 def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,
             max_evaluations: int | None, seed: int, clock: Callable[[], float],
-            one_plan_s: float = 0.0, bound: float | None = None) -> tuple[Plan, SearchResult, int]:
+            one_plan_s: float = 0.0, target: float | None = None) -> tuple[Plan, SearchResult, int]:
     """More list plans first (for `best`: half the budget, each started only if it fits, judged by
     `one_plan_s`, the time of one list plan, and then by the slowest so far), then the local search
-    on the best; neither goes on once the plan reaches `bound`, a makespan no plan beats."""
+    on the best; neither goes on once the plan reaches `target` (the lower bound, or close enough)."""
     t1, listed, tried = clock(), best.makespan(plan, 0.0), 0
     if more_priorities:
         share = None if max_evaluations is None else max(1, max_evaluations // 4)
-        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s, bound)
+        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s, target)
         spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
-    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock, bound)
+    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock, target)
     found = replace(found, before=listed, budget_s=budget, seconds=clock() - t1)
     return found.plan, found, tried
 

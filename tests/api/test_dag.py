@@ -265,3 +265,17 @@ def test_search_budget_is_asked_capped_or_off() -> None:
     assert capped["search"]["budget_s"] == 0.01
     off = small.post("/dag/plan", json=example(time_budget_s=0)).json()
     assert off["search"] is None and off["makespan"] == off["makespans"]["mdl"]
+
+
+def test_best_says_which_planners_it_skipped() -> None:
+    """Without time_budget_s, `best` keeps to HPCSCHED_DAG_BEST_DEFAULT_S: at 0 only its first planner
+    runs and the answer names the others and why; with time_budget_s every planner runs."""
+    tight = Client(create_app(Settings(dag_best_default_s=0.0)))
+    r = tight.post("/dag/plan", json=example(algorithm="best")).json()
+    assert list(r["makespans"]) == ["heft"] and r["total_budget_s"] == 0.0
+    assert set(r["skipped"]) == {"mdl", "peft"}
+    assert set(r["skipped"].values()) <= {"time_budget", "reached_bound"}
+    asked = tight.post("/dag/plan", json=example(algorithm="best", time_budget_s=0)).json()
+    assert asked["total_budget_s"] is None
+    assert set(asked["makespans"]) | set(asked["skipped"]) == {"heft", "mdl", "peft"}
+    assert "time_budget" not in asked["skipped"].values()

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.sched.dag.best import SKIP_BOUND
 from app.sched.dag.bound import lower_bound, reaches
 from app.sched.dag.graph import compile_problem
 from app.sched.dag.model import DagProblem, Edge, Group, Network, Task
@@ -49,14 +50,16 @@ def _chain(n: int) -> DagProblem:
 
 @pytest.mark.parametrize("algorithm", DAG_ALGORITHMS)
 def test_a_plan_at_the_bound_ends_the_search_at_once(algorithm: str) -> None:
-    """On a chain every planner finds the optimal plan; `best` then runs only its first planner, and
-    neither other priorities nor the local search are tried, however long the budget."""
+    """On a chain every planner finds the optimal plan; `best` then runs only its first planner (and
+    says it skipped the others), and neither other priorities nor the local search are tried, however
+    long the budget."""
     p = _chain(60)
     r = plan_dag(p, algorithm, search_s=60.0, max_evaluations=500)
     assert reaches(r.makespan, r.bound)
     assert r.makespan == pytest.approx(sum((10.0 + i % 5) / 3.0 for i in range(60)))
     assert r.search is not None and r.search.evaluations == 0 and r.restarts == 0
-    assert list(r.makespans) == (["mdl"] if algorithm == "best" else [algorithm])
+    assert list(r.makespans) == (["heft"] if algorithm == "best" else [algorithm])
+    assert r.skipped == ({"mdl": SKIP_BOUND, "peft": SKIP_BOUND} if algorithm == "best" else {})
 
 
 def test_a_plan_short_of_the_bound_is_searched() -> None:

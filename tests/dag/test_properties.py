@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.sched.dag import mdl
+from app.sched.dag import best, mdl
+from app.sched.dag.best import ORDER
 from app.sched.dag.bound import reaches
 from app.sched.dag.graph import compile_problem
 from app.sched.dag.heft import upward_rank
@@ -53,17 +54,20 @@ def test_search_is_deterministic(p: DagProblem, seed: int) -> None:
 
 @given(dag_problems())
 def test_best_is_the_shorter_plan(p: DagProblem) -> None:
-    """`best` runs the planners in order until one reaches the lower bound (no later one can be
-    shorter), and keeps the shortest plan."""
+    """`best` runs the planners in its order until one reaches the lower bound (no later one can be
+    shorter), says it skipped the rest, and keeps the shortest plan (ties: `mdl`, then `heft`)."""
     r = plan_dag(p, "best")
     ran = list(r.makespans)
-    assert ran == list(DAG_PLANNERS)[: len(ran)]
+    assert ran == list(ORDER)[: len(ran)]
+    assert r.skipped == dict.fromkeys(ORDER[len(ran):], best.SKIP_BOUND)
     alone = {name: plan_dag(p, name).makespans[name] for name in DAG_PLANNERS}
     assert r.makespans == {name: alone[name] for name in ran}
-    if len(ran) < len(DAG_PLANNERS):
-        assert reaches(r.makespans[ran[-1]], r.bound)
+    if r.skipped:
+        assert reaches(min(r.makespans.values()), r.bound)
     assert r.makespans[r.plan.algorithm] == min(r.makespans.values())
     assert r.makespans[r.plan.algorithm] <= min(alone.values()) * (1 + 1e-9)
+    ties = [name for name in DAG_PLANNERS if r.makespans.get(name) == min(r.makespans.values())]
+    assert r.plan.algorithm == ties[0]
 
 
 def slow_mdl(p: DagProblem) -> list[Placement]:

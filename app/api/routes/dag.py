@@ -23,7 +23,8 @@ router = APIRouter()
 def _run(body: bytes, request: Request) -> DagPlanResponse:
     settings: Settings = request.app.state.settings
     req, parse_ms = parse(DagPlanRequest, body)
-    limits = DagLimits(settings.dag_max_tasks, settings.dag_max_cells, settings.dag_max_search_s)
+    limits = DagLimits(settings.dag_max_tasks, settings.dag_max_cells, settings.dag_max_search_s,
+                       settings.dag_best_default_s)
     return service.plan_dag(req, request.app.state.plans, limits, settings.plan_ttl_s, parse_ms,
                             request.state.tenant)
 

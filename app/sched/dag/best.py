@@ -1,14 +1,28 @@
-"""`best`: run every planner, keep the shortest plan (ties go to the first in DAG_PLANNERS, `mdl`)."""
+"""`best`: run the planners in turn, keep the shortest plan (ties go to the first in `prefer`, `mdl`).
+
+The planners run cheapest and nearest the bound first (`ORDER`: HEFT, then MDL, then PEFT). One is
+skipped, and says why in `Portfolio.skipped`, when a plan so far already reaches the lower bound
+(`app.sched.dag.bound`: no plan is shorter), or when a budget is given and the planner could not be
+expected to end within it: its expected time is its `COST` (its time relative to HEFT's) times the
+slowest pace, seconds per unit of `COST`, of the planners run so far. The first planner always runs.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Plan, TaskStatus
 
 NAME = "best"
+ORDER = ("heft", "mdl", "peft")
+# time relative to HEFT's (compiled, `list_kernel`), about the middle of what bench_dag's shapes show
+# at 1,000 and 10,000 tasks x 64 groups and 20,000 x 200 x 2: mdl 13-29 x, peft 1.0-1.5 x
+COST = {"heft": 1.0, "mdl": 25.0, "peft": 1.3}
+SKIP_BOUND = "reached_bound"  # a plan so far reaches the lower bound: none is shorter
+SKIP_TIME = "time_budget"  # it could not be expected to end within the time budget
 
 
 def makespan(plan: Plan, now: float) -> float:
@@ -16,17 +30,60 @@ def makespan(plan: Plan, now: float) -> float:
     return max((p.finish - now for p in plan.placements if p.status != TaskStatus.DONE), default=0.0)
 
 
-def best_plan(
-    c: Compiled, planners: Mapping[str, object], explain: bool = False, bound: float | None = None
-) -> tuple[Plan, dict[str, float]]:
-    """The shortest of the planners' plans, and each one's makespan. Once a plan reaches `bound`, a
-    makespan no plan can beat (`app.sched.dag.bound`), the planners after it are not run."""
+@dataclass(slots=True)
+class Portfolio:
+    plan: Plan
+    spans: dict[str, float]  # per planner run, in the order run
+    skipped: dict[str, str] = field(default_factory=dict)  # per planner not run: why
+    skipped_s: float = 0.0  # the time the planners skipped for time were expected to take
+
+
+@dataclass(slots=True)
+class Pace:
+    """When a planner may start: the budget left on the caller's clock and the pace seen so far."""
+
+    budget_s: float | None = None  # None: no limit
+    clock: Callable[[], float] = lambda: 0.0
+    spent_s: float = 0.0  # already spent from the budget before the first planner
+    per_cost: float = 0.0  # seconds per unit of COST, the slowest seen
+    t0: float = field(init=False, default=0.0)  # when the budget began, on `clock`
+
+    def __post_init__(self) -> None:
+        self.t0 = self.clock() - self.spent_s
+
+    def expected(self, name: str) -> float:
+        return self.per_cost * COST.get(name, 1.0)
+
+    def fits(self, name: str) -> bool:
+        return self.budget_s is None or self.clock() - self.t0 + self.expected(name) <= self.budget_s
+
+    def timed(self, name: str, run: Callable[[], Plan]) -> Plan:
+        t1 = self.clock()
+        plan = run()
+        self.per_cost = max(self.per_cost, (self.clock() - t1) / COST.get(name, 1.0))
+        return plan
+
+
+def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False,
+              bound: float | None = None, pace: Pace | None = None,
+              prefer: Sequence[str] = ()) -> Portfolio:
+    """The shortest of the planners' plans (run in the order given), each one's makespan, and the
+    planners skipped: those after a plan that reaches `bound` (a makespan no plan beats), and those
+    `pace` does not expect to end within its budget. Among equal makespans the first in `prefer`
+    wins, then the first run."""
+    pace = pace or Pace()
     plans: dict[str, Plan] = {}
     spans: dict[str, float] = {}
+    skipped: dict[str, str] = {}
+    skipped_s = 0.0
     for name, planner in planners.items():
-        plans[name] = planner.plan(c, explain)  # type: ignore[attr-defined]
-        spans[name] = makespan(plans[name], c.problem.now)
-        if reaches(spans[name], bound):
-            break
-    winner = min(spans, key=lambda name: spans[name])  # first of equals wins: dict order
-    return plans[winner], spans
+        if plans and reaches(min(spans.values()), bound):
+            skipped[name] = SKIP_BOUND
+        elif plans and not pace.fits(name):
+            skipped[name], skipped_s = SKIP_TIME, skipped_s + pace.expected(name)
+        else:
+            plans[name] = pace.timed(name, lambda p=planner: p.plan(c, explain))  # type: ignore[attr-defined]
+            spans[name] = makespan(plans[name], c.problem.now)
+    rank = {name: i for i, name in enumerate(prefer)}
+    winner = min(spans, key=lambda name: (spans[name], rank.get(name, len(rank))))
+    return Portfolio(plans[winner], spans, skipped, skipped_s)

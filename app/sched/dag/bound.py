@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from app.sched.dag import list_kernel
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import TaskStatus
 from app.sched.dag.state import PlanState
@@ -47,6 +48,20 @@ def _path_bound(c: Compiled, state: PlanState) -> float:
     first = np.array([v for v in range(c.n_tasks) if not fixed[v] and not c.preds[v]], dtype=np.int64)
     finish[first] = (np.maximum(free, now) + c.cost[first]).min(axis=1)
     latest = max(latest, float(finish[first].max(initial=now)))
+    if list_kernel.COMPILED:
+        args = (*list_kernel.graph_arrays(c)[:3], finish, state.group_of, c.lat, c.inv_bw, lat_in,
+                per_byte_in, free, c.cost, float(now), float(latest))
+        latest = list_kernel.path_bound(np.array(c.topo, dtype=np.int64), fixed, *args)
+    else:
+        latest = _path_loop(c, state, finish, fixed, lat_in, per_byte_in, free, latest)
+    return float(latest - now) if np.isfinite(latest) else 0.0  # (a task no group runs: no bound)
+
+
+def _path_loop(c: Compiled, state: PlanState, finish: np.ndarray, fixed: np.ndarray, lat_in: np.ndarray,
+               per_byte_in: np.ndarray, free: np.ndarray, latest: float) -> float:
+    """Each pending task with inputs, in topological order: its earliest finish (into `finish`);
+    the latest of them and `latest`. (`list_kernel.path_bound` is the same loop compiled.)"""
+    now = state.now
     for v in c.topo:
         if fixed[v] or not c.preds[v]:
             continue
@@ -59,7 +74,7 @@ def _path_bound(c: Compiled, state: PlanState) -> float:
                 np.maximum(arrive, finish[u] + lat_in + data * per_byte_in, out=arrive)
         finish[v] = float((np.maximum(arrive, free) + c.cost[v]).min())
         latest = max(latest, finish[v])
-    return float(latest - now) if np.isfinite(latest) else 0.0  # (a task no group runs: no bound)
+    return latest
 
 
 def _work_bound(c: Compiled, state: PlanState) -> float:

@@ -115,6 +115,7 @@ class Compiled:
     lat: np.ndarray  # (G, G)
     inv_bw: np.ndarray  # (G, G)
     static_level: np.ndarray  # (T,) SL(v): largest sum of C̄ on a path from v to an exit task
+    csr: tuple[np.ndarray, ...] | None = None  # preds and succs as arrays (`list_kernel.graph_arrays`)
 
     @property
     def n_tasks(self) -> int:

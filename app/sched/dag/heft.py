@@ -13,6 +13,7 @@ import heapq
 
 import numpy as np
 
+from app.sched.dag import list_kernel
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Plan, Step, TaskStatus
 from app.sched.dag.state import PlanState
@@ -31,6 +32,8 @@ def mean_transfer(c: Compiled) -> tuple[float, float]:
 
 def upward_rank(c: Compiled) -> np.ndarray:
     lat, per_byte = mean_transfer(c)
+    if list_kernel.COMPILED:
+        return list_kernel.upward(c.mean_cost.astype(float), lat, per_byte, *list_kernel.topo_succs(c))
     rank = c.mean_cost.astype(float)
     for u in reversed(c.topo):
         if c.succs[u]:
@@ -42,8 +45,10 @@ class HeftPlanner:
     NAME = NAME
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
-        state = PlanState(c)
         rank = upward_rank(c)
+        if list_kernel.COMPILED and not explain:  # the same plan: tasks in rank order are always ready
+            return Plan(NAME, list_kernel.place_all(c, rank))
+        state = PlanState(c)
         position = {v: i for i, v in enumerate(c.topo)}
         pending = [v for v, t in enumerate(c.problem.tasks) if t.status == TaskStatus.PENDING]
         pending.sort(key=lambda v: (-rank[v], position[v]))
@@ -106,6 +111,8 @@ class Lanes:
 def list_schedule(c: Compiled, priority: np.ndarray, name: str) -> Plan:
     """HEFT's placement (earliest finish, idle gaps used) with any task priority: the ready task of
     highest priority goes first (ties: topological position), so any priority gives a valid order."""
+    if list_kernel.COMPILED:
+        return Plan(name, list_kernel.place_all(c, priority))
     state = PlanState(c)
     position = {v: i for i, v in enumerate(c.topo)}
     ready = [(-priority[v], position[v], v) for v in state.ready]

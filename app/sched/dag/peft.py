@@ -16,6 +16,7 @@ import heapq
 
 import numpy as np
 
+from app.sched.dag import list_kernel
 from app.sched.dag.graph import Compiled
 from app.sched.dag.heft import Lanes, mean_transfer
 from app.sched.dag.model import Plan, Step
@@ -27,6 +28,10 @@ NAME = "peft"
 def optimistic_costs(c: Compiled) -> np.ndarray:
     """OCT as a (T, G) matrix; 0 for exit tasks."""
     lat, per_byte = mean_transfer(c)
+    if list_kernel.COMPILED:
+        _, _, _, succ_ptr, succ_idx, succ_data = list_kernel.graph_arrays(c)
+        return list_kernel.optimistic_costs(c.cost, lat, per_byte, np.array(c.topo, dtype=np.int64),
+                                            succ_ptr, succ_idx, succ_data)
     oct_ = np.zeros((c.n_tasks, c.n_groups))
     for v in reversed(c.topo):
         for s, data in c.succs[v]:
@@ -39,9 +44,11 @@ class PeftPlanner:
     NAME = NAME
 
     def plan(self, c: Compiled, explain: bool = False) -> Plan:
-        state = PlanState(c)
         oct_ = optimistic_costs(c)
         rank = oct_.mean(axis=1) if c.n_groups else np.zeros(c.n_tasks)
+        if list_kernel.COMPILED and not explain:
+            return Plan(NAME, list_kernel.place_all(c, rank, oct_))
+        state = PlanState(c)
         position = {v: i for i, v in enumerate(c.topo)}
         ready = [(-rank[v], position[v], v) for v in state.ready]
         heapq.heapify(ready)

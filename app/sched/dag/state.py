@@ -103,10 +103,10 @@ class PlanState:
         self.placements: list[Placement | None] = [None] * c.n_tasks
         self.lanes = [[Lane(max(p.now, g.free_at)) for _ in range(g.slots)] for g in p.groups]
         self._now_row = np.full(c.n_groups, self.now)
-        self._waiting = [len(c.preds[v]) for v in range(c.n_tasks)]
+        self.waiting = [len(c.preds[v]) for v in range(c.n_tasks)]  # inputs not placed yet
         self._fix_started()
         self.ready = [v for v in range(c.n_tasks)
-                      if self.placements[v] is None and self._waiting[v] == 0]
+                      if self.placements[v] is None and self.waiting[v] == 0]
 
     def _fix_started(self) -> None:
         """Done tasks stay where they were; running ones hold the emptiest lane until their expected end."""
@@ -133,8 +133,8 @@ class PlanState:
         self.group_of[v] = pl.group
         newly = []
         for s, _ in self.c.succs[v]:
-            self._waiting[s] -= 1
-            if self._waiting[s] == 0 and self.placements[s] is None:
+            self.waiting[s] -= 1
+            if self.waiting[s] == 0 and self.placements[s] is None:
                 newly.append(s)
         return newly
 
