@@ -65,3 +65,18 @@ def test_compose_redis_persists_and_settings_pass_through() -> None:
     for name, value in env.items():
         if name != "REDIS_URL":
             assert value.startswith("${" + name), f"{name} is not taken from the environment"
+
+
+def test_the_image_compiles_every_module_of_compiled_loops_at_build() -> None:
+    """Every module of the core that compiles loops with numba (it says `@njit`) has a `warm()`; the
+    image's build calls each one, so no first request of a container compiles for seconds."""
+    compiled = sorted(
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for path in (ROOT / "app").rglob("*.py") if "@njit" in path.read_text()
+    )
+    assert compiled, "no module compiles loops: this test has nothing to hold"
+    build = instruction("RUN")
+    for module in compiled:
+        name = module.rsplit(".", 1)[1]
+        assert "def warm()" in (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(), module
+        assert re.search(rf"\b{name}\b", build) and re.search(rf"\b{name}\.warm\(\)", build), module
