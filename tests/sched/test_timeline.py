@@ -210,10 +210,10 @@ questions = st.lists(
        changes=changes_on_many, asked=questions, grain=st.sampled_from([1, 60]))
 def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, grain) -> None:  # noqa: ANN001
     """`earliest`, `first_cover` (whole or within a head of instants), `holds_over` and the
-    searches built on them (`earliest_starts`, `common_start`, `earliest_slot`), compiled, give the numpy answers
-    exactly, on profiles made of
-    releases, starts, bookings (some given back, some per node) and windows anywhere in time,
-    for triple and per-node demands, walltimes off the grain included."""
+    searches built on them (`earliest_starts`, `common_start`, `earliest_slot`), compiled, give the
+    numpy answers exactly, on profiles made of releases, starts, bookings (some given back, some per
+    node) and windows anywhere in time, for triple and per-node demands, walltimes off the grain
+    included."""
     from unittest import mock
 
     from app.sched import timeline
@@ -243,7 +243,8 @@ def test_compiled_questions_answer_as_the_numpy_ones(free, rel, changes, asked, 
                     answers.append(p.earliest_starts(whole(n), np.arange(n), d, 1 + a % 3, walltime).tolist())
                 elif kind == "earliest_slot":  # a job of 1 to 3 nodes: the search, then its slot
                     times, found = p.earliest_slot(whole(n), np.arange(n), d, 1 + a % 3, walltime, 1 + head)
-                    answers.append((times.tolist(), found if found is None else (found[0], found[1].tolist())))
+                    slot = found if found is None else (found[0], found[1].tolist())
+                    answers.append((times.tolist(), slot))
                 elif kind == "common_start":  # 2 to 4 of the nodes, from when each first has d free
                     free_from = p.first_cover_of(nodes, demand)
                     found = p.common_start(nodes, free_from, demand, 2 + a % 3, walltime, 1 + head)
