@@ -3,6 +3,7 @@
     python bench/bench_dag_saga.py                      # all instances, default search budget
     python bench/bench_dag_saga.py --quick              # a third of them
     python bench/bench_dag_saga.py --budget 0.2 --json out.json
+    python bench/bench_dag_saga.py --recipes none        # no synthetic WfCommons workflows
 
 Every plan (saga's included) goes through an independent checker (precedence, transfers, slots)
 before its makespan counts. Ratios are makespan / saga HEFT's makespan: below 1 is shorter.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,7 +30,7 @@ from saga.schedulers.heft import HeftScheduler  # noqa: E402
 from app.sched.dag.model import DagProblem, Placement, TaskStatus  # noqa: E402
 from app.sched.registry import plan_dag  # noqa: E402
 from bench.common import finish  # noqa: E402
-from bench.dag_saga import Instance, check, instances  # noqa: E402
+from bench.dag_saga import RECIPES, Instance, check, instances, recipe_workflows  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_WORKFLOWS = ROOT.parent / "shared" / "data" / "workflows"
@@ -114,13 +116,19 @@ def main(
     budget: float = typer.Option(-1.0, help="search budget of `best`, seconds (-1: the default)"),
     quick: bool = typer.Option(False, help="a third of the instances"),
     per_instance: bool = typer.Option(False, help="also print a row per instance"),
+    recipes: str = typer.Option(",".join(RECIPES), help="WfCommons recipe families to generate (a seeded "
+                                "instance each; 'none': no synthetic workflows)"),
+    recipe_tasks: int = typer.Option(200, help="tasks of each generated workflow (about)"),
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     logging.disable(logging.WARNING)  # saga logs every super source/sink it adds
     files = sorted(workflows.glob("*.json")) if workflows.is_dir() else []
     if not files:
         console.print(f"[yellow]no workflow folder at {workflows}: generated DAGs only[/]")
-    rows = [row(inst, None if budget < 0 else budget) for inst in instances(files, quick)]
+    families = [] if recipes == "none" else [f.strip() for f in recipes.split(",") if f.strip()]
+    with tempfile.TemporaryDirectory() as folder:
+        files += recipe_workflows(families, recipe_tasks, Path(folder))
+        rows = [row(inst, None if budget < 0 else budget) for inst in instances(files, quick)]
     tables = [_table("Makespan / saga HEFT's (mean over instances; lower is better)", summary(rows))]
     if per_instance:
         tables.insert(0, _table("Per instance", rows))

@@ -112,6 +112,28 @@ def wfcommons(path: Path, rng: random.Random, ccr: float) -> TaskGraph:
     return TaskGraph.from_nx(g)
 
 
+RECIPES = ("bwa", "cycles", "genome", "rnaseq", "seismology", "srasearch")  # families not in the folder
+
+
+def recipe_workflows(families: list[str], tasks: int, folder: Path) -> list[Path]:
+    """Synthetic WfFormat instances of WfCommons' recipes (WfChef: task graphs and runtimes modelled
+    on the family's recorded runs), one of about `tasks` tasks per family, seeded: the same graph,
+    runtimes and file sizes every run (only file ids, random uuids, differ). Written to `folder`."""
+    from wfcommons import WorkflowGenerator  # bench only (pip install -e '.[bench]')
+    from wfcommons.wfchef import recipes
+
+    paths = []
+    for k, family in enumerate(families):
+        recipe = getattr(recipes, f"{family.capitalize()}Recipe")
+        random.seed(4000 + k)
+        np.random.seed(4000 + k)
+        workflow = WorkflowGenerator(recipe.from_num_tasks(tasks)).build_workflow()
+        path = folder / f"{family}-wfchef-{tasks}.json"
+        workflow.write_json(path)
+        paths.append(path)
+    return paths
+
+
 def instances(workflows: list[Path], quick: bool = False) -> Iterator[Instance]:
     """Generated layered DAGs (50–500 tasks, 4–16 groups, ccr 0.1–5), saga's families and the real
     workflows given, each on a seeded heterogeneous network. Same seeds, same instances."""
