@@ -32,9 +32,10 @@ from schemas.simulate import SimulateRequest
 
 @asynccontextmanager
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
-    """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`,
-    ~6 s of CPU the first time on a machine, ~0.3 s from numba's cache), and the DAG planners'
-    (`list_kernel.warm`); then the shutdown signals watched while the service runs."""
+    """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`)
+    and the DAG planners' (`list_kernel.warm`): ~25 s of CPU the first time on a machine (measured
+    on a 2-core one: ~22 s and ~4 s), ~0.4 s from numba's cache after; then the shutdown signals
+    watched while the service runs."""
     await run_in_threadpool(profile_kernels.warm)
     await run_in_threadpool(list_kernel.warm)
     async with shutdown_signals(shutdown):
