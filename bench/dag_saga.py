@@ -124,7 +124,10 @@ def recipe_workflows(families: list[str], tasks: int, folder: Path) -> list[Path
 
     paths = []
     for k, family in enumerate(families):
-        recipe = getattr(recipes, f"{family.capitalize()}Recipe")
+        recipe = getattr(recipes, f"{family.capitalize()}Recipe", None)
+        if recipe is None:
+            known = sorted(n[:-6].lower() for n in dir(recipes) if n.endswith("Recipe") and n != "Recipe")
+            raise ValueError(f"unknown WfCommons recipe {family!r}; one of {', '.join(known)}")
         random.seed(4000 + k)
         np.random.seed(4000 + k)
         workflow = WorkflowGenerator(recipe.from_num_tasks(tasks)).build_workflow()

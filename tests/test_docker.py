@@ -79,4 +79,4 @@ def test_the_image_compiles_every_module_of_compiled_loops_at_build() -> None:
     for module in compiled:
         name = module.rsplit(".", 1)[1]
         assert "def warm()" in (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(), module
-        assert re.search(rf"\b{name}\b", build) and re.search(rf"\b{name}\.warm\(\)", build), module
+        assert re.search(rf"\b{name}\.warm\(\)", build), module

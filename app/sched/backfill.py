@@ -24,7 +24,7 @@ from app.sched.cluster import ClusterIndex, Eligible
 from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
 from app.sched.selectors import NodeView, Selector
 from app.sched.sure_waits import SureWaits
-from app.sched.timeline import INF, Demand, Profile, align_up, release_time
+from app.sched.timeline import INF, Demand, Profile, align_up, kernel_args, release_time
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit together; False for checks
@@ -514,12 +514,9 @@ class BackfillPass:
         if self.take_start is None:
             self.take_start = np.full(len(self.cluster), INF)
             self.room = self.cluster.cap.copy()
-        per_node = isinstance(d, np.ndarray)
-        columns = np.array(d, dtype=np.int64)  # (3, n) per node, else one (3, 1) column
-        if not per_node:
-            columns = columns[:, None]
-        kernels.note_first(self.take_start, self.room, self.cluster.cap,
-                           np.ascontiguousarray(nodes, dtype=np.int64), float(start), columns, per_node)
+        nodes, columns, per_node, _ = kernel_args(nodes, d)
+        kernels.note_first(self.take_start, self.room, self.cluster.cap, nodes, float(start), columns,
+                           per_node)
 
     def _reserve(self, job: Job, elig: Eligible,
                  promise: tuple[np.ndarray, float, float] | None = None) -> bool:

@@ -309,11 +309,7 @@ class Profile:
         whether there is one column per node, and which resources are compared."""
         if isinstance(cols, slice):
             cols = np.arange(*cols.indices(self.times.shape[1]))
-        elif cols.dtype != np.int64 or not cols.flags.c_contiguous:  # the types `warm` compiled
-            cols = np.ascontiguousarray(cols, dtype=np.int64)
-        if isinstance(d, np.ndarray):
-            return cols, np.ascontiguousarray(d, dtype=np.int64), True, _EVERY
-        return cols, _column(d), False, _CHECKED[d[1] > 0, d[2] > 0]
+        return kernel_args(cols, d)
 
     def _covers(self, w: int, cols: Columns, d: Demand) -> np.ndarray:
         """(w, n): whether each of the first w instants of the nodes `cols` covers d (one column
@@ -469,8 +465,8 @@ class Profile:
         self.width = max(self.width, k)
 
     def _fold(self, nodes: np.ndarray, change: Batch) -> None:
-        """Take a change's d from each of `nodes` over its [t0, t1), in a few numpy steps on all
-        of them: the instants and amounts `_fold_row` gives node by node."""
+        """Take a change's d from each of `nodes` over its [t0, t1): the instants and amounts
+        `_fold_row` gives node by node, in one compiled loop (or a few numpy steps on all of them)."""
         t0, t1, d = change
         w = self.width
         while w + 2 > self.times.shape[0]:  # room for two new instants on every node
@@ -550,6 +546,17 @@ class Profile:
         cum[:, :k] = self.cum
         cum[:, k:] = self.cum[:, -1:, :]
         self.times, self.cum = times, cum
+
+
+def kernel_args(nodes: np.ndarray, d: Demand) -> tuple[np.ndarray, np.ndarray, bool, np.ndarray]:
+    """Node indices and a demand as the compiled loops take them (`app.sched.profile_kernels`):
+    int64 contiguous indices, d as (3, m) columns, whether there is one column per node, and which
+    resources are compared."""
+    if nodes.dtype != np.int64 or not nodes.flags.c_contiguous:  # the types `warm` compiled
+        nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    if isinstance(d, np.ndarray):
+        return nodes, np.ascontiguousarray(d, dtype=np.int64), True, _EVERY
+    return nodes, _column(d), False, _CHECKED[d[1] > 0, d[2] > 0]
 
 
 _EVERY = np.ones(3, dtype=bool)  # per-node demands are compared on every resource (`_covers`)
