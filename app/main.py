@@ -21,6 +21,7 @@ from app.api.stopping import ShutdownFlag, shutdown_signals
 from app.sched import profile_kernels
 from app.sched.dag import list_kernel
 from app.settings import Settings, get_settings
+from app.sim import compiled
 from app.store.index import ClusterCache
 from app.store.kv import index_kv
 from app.store.plans import plan_store
@@ -32,12 +33,13 @@ from schemas.simulate import SimulateRequest
 
 @asynccontextmanager
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
-    """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`)
-    and the DAG planners' (`list_kernel.warm`): ~25 s of CPU the first time on a machine (measured
-    on a 2-core one: ~22 s and ~4 s), ~0.4 s from numba's cache after; then the shutdown signals
-    watched while the service runs."""
+    """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`),
+    the DAG planners' (`list_kernel.warm`) and the compiled replay's behind POST /simulate
+    (`compiled.warm`): about a minute of CPU the first time on a machine (see the README), under a
+    second from numba's cache after; then the shutdown signals watched while the service runs."""
     await run_in_threadpool(profile_kernels.warm)
     await run_in_threadpool(list_kernel.warm)
+    await run_in_threadpool(compiled.warm)
     async with shutdown_signals(shutdown):
         yield
 

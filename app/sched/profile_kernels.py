@@ -106,7 +106,7 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
 
 
 @njit(cache=True, inline="always")
-def _holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
+def holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
            t: float, end: float, w: int) -> bool:
     """Whether every one of node x's first w instants that overlaps [t, end) covers `need`."""
     for k in range(w):
@@ -125,7 +125,7 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
     out = np.ones(len(nodes), dtype=np.bool_)
     mem, gpu = check[1], check[2]
     for i in range(len(nodes)):
-        out[i] = _holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, w)
+        out[i] = holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, w)
     return out
 
 
@@ -139,7 +139,7 @@ def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_tim
     most searches end at the first, so none is sorted); (NaN, no nodes) when none holds. `exact`:
     `node_times` are each node's earliest start for this job (`earliest_starts`), so a node whose
     start is the candidate holds the job over its window and is not checked again."""
-    t = _nth_smallest(node_times, n)
+    t = nth_smallest(node_times, n)
     for _ in range(tries):
         if t == INF:
             break
@@ -162,7 +162,7 @@ def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: 
     if any_booking:
         for i in range(len(nodes)):
             if ok[i] and first_booking[nodes[i]] < end and not (exact and node_times[i] == t):
-                ok[i] = _holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
+                ok[i] = holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
     pos = np.flatnonzero(ok)
     if len(pos) < n:
         return nodes[:0]
@@ -277,7 +277,7 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
 
 
 @njit(cache=True)
-def _nth_smallest(times: np.ndarray, n: int) -> float:
+def nth_smallest(times: np.ndarray, n: int) -> float:
     """`timeline.nth_smallest`."""
     if n == 1:
         return times.min() if len(times) else INF
@@ -300,7 +300,7 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     ends = np.ceil((bound + walltime) / grain) * grain
     clear = (booked_from >= ends) & ~partial
     out = np.where(clear, bound, INF)
-    nth = _nth_smallest(out, n)
+    nth = nth_smallest(out, n)
     more = np.flatnonzero(partial & (bound > -nth))
     if len(more):
         exact = first_cover(times, cum, nodes[more], d, per_node, check, width, width)
@@ -310,14 +310,14 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
             clear[i] = booked_from[i] >= np.ceil((exact[j] + walltime) / grain) * grain
             out[i] = exact[j] if clear[i] else INF
             partial[i] = False
-        nth = _nth_smallest(out, n)
+        nth = nth_smallest(out, n)
     doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
     order = doubt[np.argsort(bound[doubt], kind="mergesort")]  # stable
     i, chunk = 0, max(32, 2 * n)
     while i < len(order) and bound[order[i]] < nth:
         part = order[i : i + chunk]
         out[part] = earliest(times, cum, nodes[part], d, per_node, check, walltime, grain, width)
-        nth = _nth_smallest(out, n)
+        nth = nth_smallest(out, n)
         i, chunk = i + chunk, 2 * chunk
     return out
 

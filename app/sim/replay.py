@@ -17,6 +17,7 @@ moves it to the new queue for good, as a resource manager would (it is sent as m
 from __future__ import annotations
 
 import heapq
+import math
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -28,6 +29,7 @@ from app.sched.collector import rare_collections
 from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, StartKind
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES, decide
+from app.sim import compiled as fast
 from app.sim.settled import Settled, applies
 from app.sim.shortlist import Shortlist, standing_key
 from app.sim.workload import SimJob, Workload
@@ -293,14 +295,38 @@ class _Replay:
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False,
-           incremental: bool = True, shortlist: bool = True) -> ReplayResult:
+           incremental: bool = True, shortlist: bool = True, compiled: bool = True) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started. `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
     instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks).
     `shortlist`: `decide` sees only the pending jobs that can change its answer where that is
-    proven (`app.sim.shortlist`; False hands it the whole queue, for checks)."""
+    proven (`app.sim.shortlist`; False hands it the whole queue, for checks). `compiled`: where
+    `app.sim.compiled` makes the same decisions, its compiled loop replays (False: `decide` does)."""
+    if params is None and policy in POLICIES:
+        params = POLICIES[policy][0]()
+    if compiled and shortlist and params is not None and fast.applies(w, policy, params):
+        result = _run_compiled(w, policy, params, predict, incremental)
+        if progress and result.records:
+            progress(len(result.records))
+        return result
     with rare_collections():
         return _run(_Replay(w, policy, params, predict, incremental, shortlist), w, progress, predict)
+
+
+def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool,
+                  incremental: bool) -> ReplayResult:
+    """`_run`'s result, from the compiled replay."""
+    s = fast.schedule(w, policy, params, predict, incremental and applies(w, policy, params, predict))
+    ids = Cluster(w).cols.ids  # node positions as the core orders them (by id)
+    records = []
+    for j in s.order.tolist():
+        job = w.jobs[j]
+        nodes = tuple([ids[x] for x in s.assigned[s.node_off[j] : s.node_off[j + 1]].tolist()])
+        promised = None if math.isnan(s.reserved[j]) else float(s.reserved[j])
+        records.append(JobRecord(job, float(s.start[j]), float(s.end[j]), nodes, bool(s.backfilled[j]),
+                                 promised))
+    unstarted = [job for job, t in zip(w.jobs, s.start.tolist(), strict=True) if math.isnan(t)]
+    return ReplayResult(records, unstarted, s.decisions, _notes(w, predict, unstarted))
 
 
 def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool) -> ReplayResult:
@@ -320,10 +346,14 @@ def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predic
         if progress and decision.starts:
             progress(len(decision.starts))
     unstarted = [r.by_id[jid] for jid in r.pending]
+    return ReplayResult(r.records, unstarted, r.decisions, _notes(w, predict, unstarted))
+
+
+def _notes(w: Workload, predict: bool, unstarted: list[SimJob]) -> list[str]:
     notes = list(w.notes)
     if predict:
         notes.append("run times told to the scheduler: the request scaled by the mean of the user's last two "
                      "run/request ratios, at most the request")
     if unstarted:
         notes.append(f"{len(unstarted)} jobs never started (nothing left running could free room for them)")
-    return ReplayResult(r.records, unstarted, r.decisions, notes)
+    return notes

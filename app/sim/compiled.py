@@ -1,0 +1,518 @@
+"""The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
+of alike nodes, first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `priority`
+with order fcfs, sjf or f1) and a bounded reservation depth.
+
+`app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
+set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
+machine of a few hundred nodes. Here the whole replay is one compiled loop, and the pass in it makes
+the decisions the pass in `app.sched.backfill` makes for these settings, step for step:
+
+- jobs are met in the policy's order (ranks computed once, by the policy's own standing key);
+  under `backfill_order=sjf` the jobs met once the reservations are made go shortest first;
+- a job starts on the first nodes, in node order, that have its demand free now and keep it until
+  its (grain-aligned) release without running into a reservation;
+- a job that cannot start takes a reservation while the depth allows (`fcfs` stops there): the same
+  compiled search as the pass's (`profile_kernels.earliest_slot`, then the pass's fall-backs) on
+  the same availability matrices, built by the same kernel from the same releases, with every start
+  and booking folded in by the same kernel;
+- the replay's own rules are kept: an instant where no pending job finds enough free nodes is not
+  asked, nor one `app.sim.settled` knows the answer of (so `decisions` counts the same), and a
+  job's first reservation is recorded.
+
+`tests/sim/test_compiled.py` holds it to `replay`, record for record, on real trace slices and on
+random workloads (hypothesis), and the reference digests run through it. `replay` uses it where
+`applies` says so; `compiled=False` there runs the Python replay instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from app.sched import profile_kernels as kernels
+from app.sched.backfill import MAX_INSTANTS_TRIED
+from app.sched.params import CommonParams, PriorityParams
+from app.sched.timeline import HEAD_COLUMNS
+from app.sim.workload import Machine, SimJob, Workload
+
+INF = math.inf
+STANDING_ORDERS = ("fcfs", "sjf", "f1")  # priority orders whose ranks never move (see shortlist)
+
+
+def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
+    """Whether the compiled replay makes this replay's decisions: see the module's docstring."""
+    if w.machine.queues or params is None or params.migration is not None:
+        return False
+    if params.selector != "first_fit" or params.reservation_depth > MAX_DEPTH:
+        return False
+    if policy in ("easy", "fcfs"):
+        return True
+    return (policy == "priority" and isinstance(params, PriorityParams) and params.order in STANDING_ORDERS
+            and params.backfill_order in ("priority", "sjf"))
+
+
+MAX_DEPTH = 64  # deeper reservation depths are left to the Python pass (its shortcuts pay off there)
+
+
+# --- the profile: `app.sched.timeline.Profile`'s matrices, built and folded by the same kernels -------
+
+@njit(cache=True)
+def _release(end: float, now: float, grain: int) -> float:
+    """`timeline.release_time`."""
+    if end <= now:
+        return np.floor(now / grain) * grain + grain
+    return np.ceil(end / grain) * grain
+
+
+@njit(cache=True)
+def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run: int,
+           expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, cpu: np.ndarray,
+           mem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The matrices of `Profile._build`: what is free now, and each running job's holding released
+    at its grain-aligned expected end."""
+    n_events = 0
+    for i in range(n_run):
+        j = running[i]
+        n_events += node_off[j + 1] - node_off[j]
+    xs = np.empty(n_events, dtype=np.int64)
+    ts = np.empty(n_events)
+    amounts = np.zeros((3, n_events), dtype=np.int64)
+    e = 0
+    for i in range(n_run):
+        j = running[i]
+        t = _release(expect[j], now, grain)
+        for p in range(node_off[j], node_off[j + 1]):
+            xs[e], ts[e], amounts[0, e], amounts[1, e] = assigned[p], t, cpu[j], mem[j]
+            e += 1
+    base = np.zeros((3, free.shape[1]), dtype=np.int64)
+    for x in range(free.shape[1]):
+        base[0, x], base[1, x] = free[0, x], free[1, x]
+    return kernels.step_matrix(base, xs, ts, amounts, now)
+
+
+@njit(cache=True)
+def _room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`Profile._grow` until a fold has room for two more instants past `width`: twice the rows,
+    INF instants whose amounts repeat the last row's."""
+    while width + 2 > times.shape[0]:
+        k, n = times.shape
+        grown = np.full((2 * k, n), INF)
+        more = np.empty((3, 2 * k, n), dtype=np.int64)
+        for row in range(2 * k):
+            for x in range(n):
+                if row < k:
+                    grown[row, x] = times[row, x]
+                for r in range(3):
+                    more[r, row, x] = cum[r, min(row, k - 1), x]
+        times, cum = grown, more
+    return times, cum
+
+
+@njit(cache=True)
+def _when_quiet(times: np.ndarray, node_times: np.ndarray, n: int, grain: int) -> tuple[float, np.ndarray]:
+    """`BackfillPass._when_quiet` over every node: the n nodes whose profile is flat earliest (ties
+    in node order), from then on; (NaN, none) when it finds nothing."""
+    none = np.empty(0, dtype=np.int64)
+    if n == 1 or np.count_nonzero(np.isfinite(node_times)) < n:
+        return np.nan, none
+    quiet = np.empty(len(node_times))
+    for x in range(len(node_times)):
+        last = 0
+        while last + 1 < times.shape[0] and times[last + 1, x] < INF:
+            last += 1
+        quiet[x] = max(times[last, x], node_times[x])
+    cut = kernels.nth_smallest(quiet, n)  # every node below it is taken, and the first ones at it
+    if cut == INF:
+        return np.nan, none
+    at_cut = n - np.count_nonzero(quiet < cut)
+    best = np.empty(n, dtype=np.int64)
+    k = 0
+    for x in range(len(quiet)):
+        if quiet[x] < cut or (quiet[x] == cut and at_cut > 0):
+            at_cut -= quiet[x] == cut
+            best[k] = x
+            k += 1
+    return np.ceil(cut / grain) * grain, best
+
+
+# --- the pass ------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def _fits(free: np.ndarray, cnt_ge: np.ndarray, c: int, m: int, n: int) -> bool:
+    """Whether at least n nodes have c cores (and m MiB, when asked) free now."""
+    if cnt_ge[c] < n:
+        return False
+    if m == 0:
+        return True
+    k = 0
+    for x in range(free.shape[1]):
+        if free[0, x] >= c and free[1, x] >= m:
+            k += 1
+            if k == n:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: int, sign: int) -> None:
+    """Job's share of each of `nodes` taken (sign -1) or given back (+1); `cnt_ge[v]` counts the
+    nodes with at least v cores free."""
+    for x in nodes:
+        before = free[0, x]
+        free[0, x] += sign * c
+        free[1, x] += sign * m
+        lo, hi = (free[0, x], before) if sign < 0 else (before, free[0, x])
+        for v in range(lo + 1, hi + 1):
+            cnt_ge[v] += sign
+
+
+@njit(cache=True)
+def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: float, times: np.ndarray,
+                 cum: np.ndarray, width: int, first_booking: np.ndarray, out: np.ndarray) -> int:
+    """The first n nodes in node order with c, m free now that hold them until `release` without
+    delaying a booking (`BackfillPass._try_start` with first_fit), into `out`; how many found
+    (fewer than n: every node was looked at)."""
+    k = 0
+    for x in range(free.shape[1]):
+        if free[0, x] < c or free[1, x] < m:
+            continue
+        # doubtful where a booking starts before the job would end
+        if first_booking[x] < release and not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, now,
+                                                            release, width):
+            continue
+        out[k] = x
+        k += 1
+        if k == n:
+            break
+    return k
+
+
+@njit(cache=True)
+def _surely_blocked(blocked: np.ndarray, n_blocked: int, c: int, m: int, n: int, release: float) -> bool:
+    """`BackfillPass._surely_blocked`: a job of this demand with an earlier or equal release found
+    fewer than n nodes clear (rows of `blocked`: c, m, release, nodes clear). Bookings only grow and
+    free room only shrinks during the pass, so this job would find no more."""
+    for i in range(n_blocked):
+        if blocked[0, i] == c and blocked[1, i] == m and release >= blocked[2, i] and n > blocked[3, i]:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check: np.ndarray, n: int,
+            walltime: float, grain: int, first_booking: np.ndarray, any_booking: bool, head: int,
+            tries: int) -> tuple[float, np.ndarray]:
+    """`BackfillPass._earliest_nodes` for a job that may use every node: when and where it starts
+    earliest; (NaN, none) if nowhere."""
+    nodes = np.arange(times.shape[1])
+    node_times, t, chosen = kernels.earliest_slot(times, cum, nodes, d, False, check, n, walltime, grain,
+                                                  width, head, first_booking, any_booking, tries)
+    if np.isnan(t):
+        t, chosen = _when_quiet(times, node_times, n, grain)
+    if np.isnan(t) and n > 1:  # nodes the search skipped may still complete a common start
+        node_times = kernels.earliest(times, cum, nodes, d, False, check, walltime, grain, width)
+        t, chosen = kernels.common_start(times, cum, nodes, node_times, d, False, check, n, walltime, grain,
+                                         width, first_booking, any_booking, tries, False)
+        if np.isnan(t):
+            t, chosen = _when_quiet(times, node_times, n, grain)
+    return t, chosen
+
+
+# rows of the jobs' arrays, in the workload's order
+SUBMIT, RUN, ESTIMATE, TOLD, KEY, START, END, RESERVED = range(8)  # `real` (float64; NaN: not yet)
+NODES, CPU, MEM, USER = range(4)  # `ints`
+FCFS, SJF, F1 = range(3)  # the orders
+
+
+@njit(cache=True)
+def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
+            rules: tuple[int, int, int, int, int, int, int, int, int, int]
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
+    decisions asked); starts, ends, told times and first reservations are written into `real`.
+
+    It keeps: `free` (2, N), cores and MiB free now per node; `cnt_ge[v]`, the nodes with at least
+    v cores free; `expect[j]`, a running job's expected end; `assigned[node_off[j]:node_off[j + 1]]`,
+    job j's nodes; `running[:counts[1]]` (`run_at[j]`: where job j is listed), the jobs running;
+    `pending[:n_pend]`, the jobs waiting, in the policy's order; `fresh[:n_fresh]`, the jobs that
+    arrived since the last decision (`Settled`); `ratios`, each user's last two run/told ratios."""
+    n_nodes, cores, mem_cap = machine
+    order, settled_on, predict = rules[3], rules[6], rules[7]
+    jobs = real.shape[1]
+    node_off = np.zeros(jobs + 1, dtype=np.int64)
+    for j in range(jobs):
+        node_off[j + 1] = node_off[j] + ints[NODES, j]
+    assigned = np.empty(node_off[-1], dtype=np.int64)
+    backfilled = np.zeros(jobs, dtype=np.bool_)
+    started = np.empty(jobs, dtype=np.int64)
+    counts = np.zeros(2, dtype=np.int64)  # jobs started so far, jobs running now
+    expect = np.zeros(jobs)
+    free = np.empty((2, n_nodes), dtype=np.int64)
+    for x in range(n_nodes):
+        free[0, x], free[1, x] = cores, mem_cap
+    cnt_ge = np.full(cores + 1, n_nodes, dtype=np.int64)
+    running = np.empty(jobs, dtype=np.int64)
+    run_at = np.full(jobs, -1, dtype=np.int64)
+    pending = np.empty(jobs, dtype=np.int64)
+    fresh = np.empty(jobs, dtype=np.int64)
+    ratios = np.zeros((3, n_users))  # per user: how many (up to 2), the older, the newer
+    ends = [(0.0, 0)]  # (real end, job)
+    overdue = [(0.0, 0)]  # (told end, job) of the jobs that run past it
+    ends.pop()
+    overdue.pop()
+    nxt, decisions, settled, n_pend, n_fresh = 0, 0, False, 0, 0
+    while nxt < jobs or len(ends):
+        now = min(real[SUBMIT, nxt] if nxt < jobs else INF, ends[0][0] if len(ends) else INF)
+        while len(ends) and ends[0][0] <= now:
+            t, j = heapq.heappop(ends)
+            settled = False
+            _take(free, cnt_ge, assigned[node_off[j] : node_off[j + 1]], ints[CPU, j], ints[MEM, j], 1)
+            last = running[counts[1] - 1]
+            running[run_at[j]], run_at[last] = last, run_at[j]
+            counts[1] -= 1
+            if predict:
+                _ended(ratios, ints[USER, j], (t - real[START, j]) / max(real[ESTIMATE, j], 1.0))
+        while len(overdue) and overdue[0][0] <= now:  # still running past its told time
+            _, j = heapq.heappop(overdue)
+            settled = False
+            if real[END, j] > now:  # (an ended job was taken off at its end, above)
+                expect[j] = real[START, j] + real[ESTIMATE, j]
+        while nxt < jobs and real[SUBMIT, nxt] <= now:
+            told = real[ESTIMATE, nxt]
+            if predict:
+                told = _told(ratios, ints[USER, nxt], told)
+            real[TOLD, nxt] = told
+            real[KEY, nxt] = _key(order, told, ints[NODES, nxt] * ints[CPU, nxt], real[SUBMIT, nxt])
+            _queue(pending, n_pend, nxt, real)
+            n_pend += 1
+            if settled_on:
+                fresh[n_fresh] = nxt
+                n_fresh += 1
+            nxt += 1
+        if n_pend == 0 or not _any_fits(free, cnt_ge, pending[:n_pend], ints):
+            continue
+        if settled_on and settled and n_pend > n_fresh and _all_short(fresh[:n_fresh], ints, cnt_ge[1]):
+            continue
+        decisions += 1
+        settled, n_fresh = True, 0
+        before = counts[0]
+        _pass(now, pending[:n_pend], real, ints, mem_cap, rules, free, cnt_ge, expect, node_off, assigned,
+              running, run_at, counts, backfilled, started, ends, overdue)
+        if counts[0] > before:
+            n_pend = _drop_started(pending, n_pend, real)
+    return backfilled, started[: counts[0]], node_off, assigned, decisions
+
+
+@njit(cache=True)
+def _told(ratios: np.ndarray, user: int, estimate: float) -> float:
+    """`Predictor.told`."""
+    if ratios[0, user] == 0:
+        return estimate
+    total = ratios[1, user] + ratios[2, user] if ratios[0, user] == 2 else ratios[1, user]
+    return min(estimate, max(1.0, estimate * total / ratios[0, user]))
+
+
+@njit(cache=True)
+def _ended(ratios: np.ndarray, user: int, ratio: float) -> None:
+    """`Predictor.ended`: the user's last two ratios, the older first."""
+    if ratios[0, user] < 2:
+        ratios[0, user] += 1
+        ratios[int(ratios[0, user]), user] = ratio
+    else:
+        ratios[1, user], ratios[2, user] = ratios[2, user], ratio
+
+
+@njit(cache=True)
+def _key(order: int, told: float, cores: int, submit: float) -> float:
+    """A job's place in the order before its submit time and number (`order.rank_key` of the
+    policy's score: fcfs none, sjf its told time, f1 its F1 score)."""
+    if order == SJF:
+        return told
+    if order == F1:
+        return math.log10(max(told, 1.0)) * cores + 870.0 * math.log10(max(submit, 1.0))
+    return 0.0
+
+
+@njit(cache=True)
+def _queue(pending: np.ndarray, n_pend: int, j: int, real: np.ndarray) -> None:
+    """Insert job j into `pending[:n_pend]`, kept in order of (key, submit time, number)."""
+    at = n_pend
+    while at > 0 and _after(real, pending[at - 1], j):
+        pending[at] = pending[at - 1]
+        at -= 1
+    pending[at] = j
+
+
+@njit(cache=True)
+def _after(real: np.ndarray, p: int, j: int) -> bool:
+    """Whether job p comes after job j in the order."""
+    if real[KEY, p] != real[KEY, j]:
+        return real[KEY, p] > real[KEY, j]
+    if real[SUBMIT, p] != real[SUBMIT, j]:
+        return real[SUBMIT, p] > real[SUBMIT, j]
+    return p > j
+
+
+@njit(cache=True)
+def _drop_started(pending: np.ndarray, n_pend: int, real: np.ndarray) -> int:
+    keep = 0
+    for i in range(n_pend):
+        if np.isnan(real[START, pending[i]]):
+            pending[keep] = pending[i]
+            keep += 1
+    return keep
+
+
+@njit(cache=True)
+def _any_fits(free: np.ndarray, cnt_ge: np.ndarray, pending: np.ndarray, ints: np.ndarray) -> bool:
+    """`Shapes.any_fits`: some pending job finds enough nodes with its demand free now."""
+    for j in pending:
+        n, c = ints[NODES, j], ints[CPU, j]
+        if n <= free.shape[1] and c < len(cnt_ge) and _fits(free, cnt_ge, c, ints[MEM, j], n):
+            return True
+    return False
+
+
+@njit(cache=True)
+def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
+    """`Settled.unchanged`'s condition on the jobs that arrived since the last decision."""
+    for j in fresh:
+        if ints[NODES, j] <= idle:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
+          rules: tuple[int, int, int, int, int, int, int, int, int, int], free: np.ndarray,
+          cnt_ge: np.ndarray,
+          expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, running: np.ndarray,
+          run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray, started: np.ndarray,
+          ends: list[tuple[float, int]], overdue: list[tuple[float, int]]) -> None:
+    """One decision at `now`: the pass over the pending jobs (in order), each start applied at once
+    (free room, running jobs, their ends), each first reservation recorded."""
+    grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries = rules
+    n_nodes, cores = free.shape[1], len(cnt_ge) - 1
+    times = np.empty((0, n_nodes))
+    cum = np.empty((3, 0, n_nodes), dtype=np.int64)
+    width, built, n_reserved = times.shape[0], False, 0  # (bookings are the reservations made)
+    first_booking = np.full(n_nodes, INF)
+    out = np.empty(n_nodes, dtype=np.int64)
+    d = np.zeros((3, 1), dtype=np.int64)
+    check = np.zeros(3, dtype=np.bool_)
+    check[0] = True
+    blocked = np.empty((4, 16))  # jobs found blocked by a booking (`_surely_blocked`)
+    n_blocked = 0
+    limit = min(len(pending), queue_depth)
+    left = np.empty(limit, dtype=np.int64)
+    n_left = 0
+    order = pending[:limit]
+    for rnd in range(2):
+        for j in order:
+            if rnd == 0 and bf_sjf and (n_left > 0 or n_reserved >= depth):
+                left[n_left] = j
+                n_left += 1
+                continue
+            n, c, m, told = ints[NODES, j], ints[CPU, j], ints[MEM, j], real[TOLD, j]
+            if n > n_nodes or c > cores or m > mem_cap:
+                continue  # never fits
+            fits = _fits(free, cnt_ge, c, m, n)
+            if not fits and n_reserved >= depth and not stop_at_block:
+                continue  # it could only start, and lacks room: it waits
+            d[0, 0], d[1, 0] = c, m
+            check[1] = m > 0
+            release = _release(now + told, now, grain)
+            k = 0
+            if fits and not _surely_blocked(blocked, n_blocked, c, m, n, release):
+                k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, out)
+                if k < n and n_blocked < blocked.shape[1]:
+                    blocked[0, n_blocked], blocked[1, n_blocked] = c, m
+                    blocked[2, n_blocked], blocked[3, n_blocked] = release, k
+                    n_blocked += 1
+            if k == n:
+                nodes = out[:n].copy()
+                _take(free, cnt_ge, nodes, c, m, -1)
+                for i in range(n):
+                    assigned[node_off[j] + i] = nodes[i]
+                real[START, j], real[END, j] = now, now + min(real[RUN, j], real[ESTIMATE, j])
+                backfilled[j], expect[j] = n_reserved > 0, now + told
+                started[counts[0]] = j
+                running[counts[1]], run_at[j] = j, counts[1]
+                counts += 1
+                heapq.heappush(ends, (real[END, j], j))
+                if real[END, j] > now + told:
+                    heapq.heappush(overdue, (now + told, j))
+                if built:
+                    times, cum = _room(times, cum, width)
+                    width = kernels.fold(times, cum, nodes, now, release, d, False, now, width)
+                continue
+            if n_reserved < depth:
+                if not built:
+                    times, cum = _build(now, grain, free, running, counts[1], expect, node_off, assigned,
+                                        ints[CPU], ints[MEM])
+                    width, built = times.shape[0], True
+                t, chosen = _search(times, cum, width, d, check, n, told, grain, first_booking,
+                                    n_reserved > 0, head, tries)
+                if not np.isnan(t):
+                    times, cum = _room(times, cum, width)
+                    width = kernels.fold(times, cum, chosen, t, np.ceil((t + told) / grain) * grain, d, False,
+                                         now, width)
+                    for x in chosen:
+                        first_booking[x] = min(first_booking[x], t)
+                    n_reserved += 1
+                    if np.isnan(real[RESERVED, j]):
+                        real[RESERVED, j] = t
+            if stop_at_block:
+                return
+        if n_left == 0:
+            break
+        order = left[:n_left][np.argsort(real[TOLD][left[:n_left]], kind="mergesort")]  # stable
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """What the compiled replay did, per job of the workload (in its order): start and end (NaN:
+    never started), whether it was backfilled, its first reservation's start (NaN: none), its nodes
+    (`assigned[node_off[j]:node_off[j + 1]]`, node positions); and the jobs in the order they started."""
+
+    start: np.ndarray
+    end: np.ndarray
+    backfilled: np.ndarray
+    reserved: np.ndarray
+    order: np.ndarray
+    node_off: np.ndarray
+    assigned: np.ndarray
+    decisions: int
+
+
+def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, settled_on: bool) -> Schedule:
+    """Replay `w` under a policy that `applies` admits (see the module's docstring)."""
+    jobs, m = w.jobs, w.machine
+    users = {u: k for k, u in enumerate(dict.fromkeys(j.user for j in jobs))}
+    real = np.full((8, len(jobs)), np.nan)
+    for row, values in ((SUBMIT, [j.submit for j in jobs]), (RUN, [j.run for j in jobs]),
+                        (ESTIMATE, [j.estimate for j in jobs])):
+        real[row] = values
+    ints = np.array([[j.nodes, j.cpu, j.mem_mib, users[j.user]] for j in jobs], dtype=np.int64)
+    ints = ints.reshape(-1, 4).T
+    order = params.order if isinstance(params, PriorityParams) else "fcfs"
+    rules = (params.time_grain_s, params.reservation_depth, params.queue_depth, STANDING_ORDERS.index(order),
+             int(policy == "fcfs"), int(getattr(params, "backfill_order", "") == "sjf"), int(settled_on),
+             int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED)
+    backfilled, started, node_off, assigned, decisions = _replay(
+        real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules)
+    return Schedule(real[START], real[END], backfilled, real[RESERVED], started, node_off, assigned,
+                    decisions)
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) the replay's loops: a tiny replay through each path."""
+    w = Workload(Machine(2), [SimJob(str(k), float(k), 10.0, 20.0, n, n, 1, 0)
+                              for k, n in enumerate((2, 1, 2, 1))])
+    schedule(w, "fcfs", CommonParams(time_grain_s=1, reservation_depth=2), False, True)
+    f1_sjf = PriorityParams(order="f1", backfill_order="sjf", reservation_depth=2)
+    schedule(w, "priority", f1_sjf, True, False)

@@ -1,0 +1,79 @@
+"""The compiled replay (app.sim.compiled) makes the Python replay's decisions: the same records (start,
+end, nodes, backfilled or not, first reservation), the same jobs left unstarted and the same count of
+decisions, on a real trace slice and on random workloads; and it is used only where that is proven."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.cli import policy_params, policy_spec
+from app.sim import compiled
+from app.sim.replay import replay
+from app.sim.swf import read_swf
+from app.sim.workload import Machine, Workload, default_machine, workload
+from tests.sim.test_shortlist import workloads
+
+DATA = Path(__file__).parent.parent / "data"
+F1 = 'priority:order=f1;reservation_depth=1;selector="first_fit"'
+SJF_SJBF = 'priority:order=sjf;reservation_depth=2;backfill_order="sjf";selector="first_fit"'
+COMPILED = ["easy", "fcfs", F1, SJF_SJBF,
+            'priority:order=fcfs;reservation_depth=3;selector="first_fit";time_grain_s=1',
+            "easy:reservation_depth=4;time_grain_s=300", "fcfs:reservation_depth=2;time_grain_s=1",
+            'priority:order=sjf;reservation_depth=1;selector="first_fit";queue_depth=3']
+
+
+def same_replays(w: Workload, label: str, predict: bool = False) -> None:
+    name, pairs = policy_spec(label)
+    params = policy_params(name, pairs)[1]
+    assert compiled.applies(w, name, params)
+    python = replay(w, name, params, predict=predict, compiled=False)
+    fast = replay(w, name, params, predict=predict)
+    assert fast.records == python.records
+    assert fast.unstarted == python.unstarted
+    assert (fast.decisions, fast.notes) == (python.decisions, python.notes)
+
+
+@pytest.fixture(scope="module")
+def sdsc4() -> Workload:
+    """SDSC-SP2's 128 processors as 32 nodes of 4 cores: jobs share nodes, so a node has several
+    steps ahead of it."""
+    trace = read_swf(DATA / "SDSC-SP2-1998-4.2-cln.first1500.swf", limit=700)
+    return workload(trace, default_machine(trace, cores_per_node=4))
+
+
+@pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
+@pytest.mark.parametrize("label", COMPILED[:4])
+def test_the_compiled_replay_keeps_the_schedules_of_a_real_trace(sdsc4: Workload, label: str,
+                                                                 predict: bool) -> None:
+    same_replays(sdsc4, label, predict)
+
+
+@settings(max_examples=200, deadline=None)
+@given(w=workloads(), label=st.sampled_from(COMPILED), predict=st.booleans())
+def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload, label: str,
+                                                                    predict: bool) -> None:
+    same_replays(w, label, predict)
+
+
+@pytest.mark.parametrize(("label", "split", "expected"), [
+    ("easy", False, True),
+    (F1, False, True),
+    ("fcfs", False, True),
+    ("easy", True, False),  # jobs may migrate between queues
+    ('priority:order="sjf"', False, False),  # the evaluation selector reads loads
+    ("priority:order=f1;reservation_depth=1", False, False),
+    ("easy:selector=\"least_load\"", False, False),
+    ("easy:reservation_depth=65", False, False),  # deep: the Python pass's shortcuts pay off there
+    ("priority", False, False),  # the weighted order moves with time
+    ("conservative", False, False),  # promised slots
+    ("firstfit", False, False),  # only starving jobs reserve, from now on
+    ("memory_backfill", False, False),
+], ids=str)
+def test_the_compiled_replay_is_used_only_where_it_is_proven(label: str, split: bool, expected: bool) -> None:
+    name, pairs = policy_spec(label)
+    w = Workload(Machine(128, queues=(("a", 64), ("b", 64))) if split else Machine(128), [])
+    assert compiled.applies(w, name, policy_params(name, pairs)[1]) is expected
