@@ -172,18 +172,21 @@ def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: in
 
 @njit(cache=True)
 def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: float, times: np.ndarray,
-                 cum: np.ndarray, width: int, first_booking: np.ndarray, out: np.ndarray) -> int:
+                 cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray, out: np.ndarray) -> int:
     """The first n nodes in node order with c, m free now that hold them until `release` without
     delaying a booking (`BackfillPass._try_start` with first_fit), into `out`; how many found
-    (fewer than n: every node was looked at)."""
+    (fewer than n: every node was looked at). A node whose first booking starts before `release`
+    is doubtful; it surely fails when that booking leaves it less than c, m (`room`: its capacity
+    less the booking's demand), else its instants are walked."""
     k = 0
     for x in range(free.shape[1]):
         if free[0, x] < c or free[1, x] < m:
             continue
-        # doubtful where a booking starts before the job would end
-        if first_booking[x] < release and not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, now,
-                                                            release, width):
-            continue
+        if first_booking[x] < release:
+            if room[0, x] < c or room[1, x] < m:
+                continue
+            if not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, now, release, width):
+                continue
         out[k] = x
         k += 1
         if k == n:
@@ -400,7 +403,8 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     times = np.empty((0, n_nodes))
     cum = np.empty((3, 0, n_nodes), dtype=np.int64)
     width, built, n_reserved = times.shape[0], False, 0  # (bookings are the reservations made)
-    first_booking = np.full(n_nodes, INF)
+    first_booking = np.full(n_nodes, INF)  # per node, its earliest booking's start...
+    room = np.empty((2, n_nodes), dtype=np.int64)  # ...and what that booking leaves of its capacity
     out = np.empty(n_nodes, dtype=np.int64)
     d = np.zeros((3, 1), dtype=np.int64)
     check = np.zeros(3, dtype=np.bool_)
@@ -428,7 +432,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
             release = _release(now + told, now, grain)
             k = 0
             if fits and not _surely_blocked(blocked, n_blocked, c, m, n, release):
-                k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, out)
+                k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, room, out)
                 if k < n and n_blocked < blocked.shape[1]:
                     blocked[0, n_blocked], blocked[1, n_blocked] = c, m
                     blocked[2, n_blocked], blocked[3, n_blocked] = release, k
@@ -462,7 +466,9 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     width = kernels.fold(times, cum, chosen, t, np.ceil((t + told) / grain) * grain, d, False,
                                          now, width)
                     for x in chosen:
-                        first_booking[x] = min(first_booking[x], t)
+                        if first_booking[x] > t:
+                            first_booking[x] = t
+                            room[0, x], room[1, x] = cores - c, mem_cap - m
                     n_reserved += 1
                     if np.isnan(real[RESERVED, j]):
                         real[RESERVED, j] = t
