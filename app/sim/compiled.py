@@ -172,7 +172,8 @@ def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: in
 
 @njit(cache=True)
 def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: float, times: np.ndarray,
-                 cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray, out: np.ndarray) -> int:
+                 cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray,
+                 out: np.ndarray) -> int:
     """The first n nodes in node order with c, m free now that hold them until `release` without
     delaying a booking (`BackfillPass._try_start` with first_fit), into `out`; how many found
     (fewer than n: every node was looked at). A node whose first booking starts before `release`
