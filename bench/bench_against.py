@@ -50,6 +50,11 @@ try:  # compiled loops loaded (or compiled) before the clock starts: a process p
     warm()
 except ImportError:  # a tree from before them
     pass
+try:
+    from app.sim.compiled import warm as warm_replay
+    warm_replay()
+except ImportError:  # a tree from before the compiled replay
+    pass
 if case.startswith("dag:"):
     from bench.dag_workload import groups, shaped_dag
     from app.sched.registry import plan_dag

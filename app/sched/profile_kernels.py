@@ -326,9 +326,19 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
                 now: float) -> tuple[np.ndarray, np.ndarray]:
     """`timeline._step_matrix`: from free-now `base` (3, N) and (node, time, amount) steps, each
     node's distinct step times ascending after `now`, and what it has free from each on; one
-    padding instant past the node with the most. Steps are grouped by node in one counting pass
-    and ordered by time within a node."""
-    n = base.shape[1]
+    padding instant past the node with the most."""
+    offsets, by_node, most = step_groups(xs, ts, base.shape[1])
+    k = most + 2
+    times = np.full((k, base.shape[1]), INF)
+    cum = np.empty((3, k, base.shape[1]), dtype=np.int64)
+    step_fill(times, cum, k, base, ts, amounts, offsets, by_node, now)
+    return times, cum
+
+
+@njit(cache=True)
+def step_groups(xs: np.ndarray, ts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The steps grouped by node in one counting pass, ordered by time within a node (stable):
+    node x's are `by_node[offsets[x]:offsets[x + 1]]`; and the most distinct times a node has."""
     offsets = np.zeros(n + 1, dtype=np.int64)
     for e in range(len(xs)):
         offsets[xs[e] + 1] += 1
@@ -355,10 +365,16 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
             if i == 0 or ts[group[i]] != ts[group[i - 1]]:
                 distinct += 1
         most = max(most, distinct)
-    k = most + 2
-    times = np.full((k, n), INF)
-    cum = np.empty((3, k, n), dtype=np.int64)
-    for x in range(n):
+    return offsets, by_node, most
+
+
+@njit(cache=True)
+def step_fill(times: np.ndarray, cum: np.ndarray, k: int, base: np.ndarray, ts: np.ndarray,
+              amounts: np.ndarray, offsets: np.ndarray, by_node: np.ndarray, now: float) -> None:
+    """Rows 0..k-1 of the matrices from the grouped steps (`step_groups`): instant 0 `now` with
+    `base`, then each distinct time with the amounts summed; INF after a node's last, its amounts
+    repeated. Rows past k are left as they are."""
+    for x in range(base.shape[1]):
         times[0, x] = now
         for r in range(3):
             cum[r, 0, x] = base[r, x]
@@ -373,9 +389,9 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
             for r in range(3):
                 cum[r, row, x] += amounts[r, e]
         for pad in range(row + 1, k):
+            times[pad, x] = INF
             for r in range(3):
                 cum[r, pad, x] = cum[r, row, x]
-    return times, cum
 
 
 @njit(cache=True)

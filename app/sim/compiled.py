@@ -71,9 +71,10 @@ def _release(end: float, now: float, grain: int) -> float:
 @njit(cache=True)
 def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run: int,
            expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, cpu: np.ndarray,
-           mem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The matrices of `Profile._build`: what is free now, and each running job's holding released
-    at its grain-aligned expected end."""
+           mem: np.ndarray, times: np.ndarray, cum: np.ndarray, stale: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The matrices of `Profile._build` (what is free now, and each running job's holding released
+    at its grain-aligned expected end) written into the replay's buffers, grown if short; their
+    width. `stale`: the rows the last pass used, set back to padding past the new width."""
     n_events = 0
     for i in range(n_run):
         j = running[i]
@@ -88,10 +89,18 @@ def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run:
         for p in range(node_off[j], node_off[j + 1]):
             xs[e], ts[e], amounts[0, e], amounts[1, e] = assigned[p], t, cpu[j], mem[j]
             e += 1
-    base = np.zeros((3, free.shape[1]), dtype=np.int64)
-    for x in range(free.shape[1]):
+    n = free.shape[1]
+    base = np.zeros((3, n), dtype=np.int64)
+    for x in range(n):
         base[0, x], base[1, x] = free[0, x], free[1, x]
-    return kernels.step_matrix(base, xs, ts, amounts, now)
+    offsets, by_node, most = kernels.step_groups(xs, ts, n)
+    width = most + 2
+    times, cum = _room(times, cum, width)
+    kernels.step_fill(times, cum, width, base, ts, amounts, offsets, by_node, now)
+    for row in range(width, min(stale, times.shape[0])):
+        for x in range(n):
+            times[row, x] = INF
+    return times, cum, width
 
 
 @njit(cache=True)
@@ -263,6 +272,12 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     run_at = np.full(jobs, -1, dtype=np.int64)
     pending = np.empty(jobs, dtype=np.int64)
     fresh = np.empty(jobs, dtype=np.int64)
+    times = np.full((4, n_nodes), INF)  # the profile's buffers (`_pass`), and the rows last used
+    cum = np.zeros((3, 4, n_nodes), dtype=np.int64)
+    stale = 0
+    first_booking = np.full(n_nodes, INF)
+    room = np.empty((2, n_nodes), dtype=np.int64)
+    out = np.empty(n_nodes, dtype=np.int64)
     ratios = np.zeros((3, n_users))  # per user: how many (up to 2), the older, the newer
     ends = [(0.0, 0)]  # (real end, job)
     overdue = [(0.0, 0)]  # (told end, job) of the jobs that run past it
@@ -304,8 +319,9 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
         decisions += 1
         settled, n_fresh = True, 0
         before = counts[0]
-        _pass(now, pending[:n_pend], real, ints, mem_cap, rules, free, cnt_ge, expect, node_off, assigned,
-              running, run_at, counts, backfilled, started, ends, overdue)
+        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, free, cnt_ge, expect,
+                                  node_off, assigned, running, run_at, counts, backfilled, started, ends,
+                                  overdue, times, cum, stale, first_booking, room, out)
         if counts[0] > before:
             n_pend = _drop_started(pending, n_pend, real)
     return backfilled, started[: counts[0]], node_off, assigned, decisions
@@ -393,20 +409,19 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 @njit(cache=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
           rules: tuple[int, int, int, int, int, int, int, int, int, int], free: np.ndarray,
-          cnt_ge: np.ndarray,
-          expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, running: np.ndarray,
-          run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray, started: np.ndarray,
-          ends: list[tuple[float, int]], overdue: list[tuple[float, int]]) -> None:
+          cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray,
+          running: np.ndarray, run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray,
+          started: np.ndarray, ends: list[tuple[float, int]], overdue: list[tuple[float, int]],
+          times: np.ndarray, cum: np.ndarray, stale: int, first_booking: np.ndarray, room: np.ndarray,
+          out: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """One decision at `now`: the pass over the pending jobs (in order), each start applied at once
-    (free room, running jobs, their ends), each first reservation recorded."""
+    (free room, running jobs, their ends), each first reservation recorded. The profile is built,
+    when a job reserves, into the buffers `times`, `cum` (returned, grown if they had to; and the
+    rows used); `first_booking` (all INF between passes), per node, its earliest booking's start,
+    `room` what that booking leaves of its capacity; `out`, room for a job's nodes."""
     grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries = rules
     n_nodes, cores = free.shape[1], len(cnt_ge) - 1
-    times = np.empty((0, n_nodes))
-    cum = np.empty((3, 0, n_nodes), dtype=np.int64)
-    width, built, n_reserved = times.shape[0], False, 0  # (bookings are the reservations made)
-    first_booking = np.full(n_nodes, INF)  # per node, its earliest booking's start...
-    room = np.empty((2, n_nodes), dtype=np.int64)  # ...and what that booking leaves of its capacity
-    out = np.empty(n_nodes, dtype=np.int64)
+    width, built, n_reserved = 0, False, 0  # (bookings are the reservations made)
     d = np.zeros((3, 1), dtype=np.int64)
     check = np.zeros(3, dtype=np.bool_)
     check[0] = True
@@ -457,9 +472,9 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                 continue
             if n_reserved < depth:
                 if not built:
-                    times, cum = _build(now, grain, free, running, counts[1], expect, node_off, assigned,
-                                        ints[CPU], ints[MEM])
-                    width, built = times.shape[0], True
+                    times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off,
+                                               assigned, ints[CPU], ints[MEM], times, cum, stale)
+                    built = True
                 t, chosen = _search(times, cum, width, d, check, n, told, grain, first_booking,
                                     n_reserved > 0, head, tries)
                 if not np.isnan(t):
@@ -473,11 +488,14 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     n_reserved += 1
                     if np.isnan(real[RESERVED, j]):
                         real[RESERVED, j] = t
-            if stop_at_block:
-                return
+            if stop_at_block:  # fcfs: the queue stops at its first job that cannot start
+                break
         if n_left == 0:
             break
         order = left[:n_left][np.argsort(real[TOLD][left[:n_left]], kind="mergesort")]  # stable
+    if n_reserved:
+        first_booking[:] = INF
+    return times, cum, width if built else stale
 
 
 @dataclass(frozen=True, slots=True)
