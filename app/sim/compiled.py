@@ -71,7 +71,8 @@ def _release(end: float, now: float, grain: int) -> float:
 @njit(cache=True)
 def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run: int,
            expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, cpu: np.ndarray,
-           mem: np.ndarray, times: np.ndarray, cum: np.ndarray, stale: int) -> tuple[np.ndarray, np.ndarray, int]:
+           mem: np.ndarray, times: np.ndarray, cum: np.ndarray,
+           stale: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The matrices of `Profile._build` (what is free now, and each running job's holding released
     at its grain-aligned expected end) written into the replay's buffers, grown if short; their
     width. `stale`: the rows the last pass used, set back to padding past the new width."""
