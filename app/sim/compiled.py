@@ -7,8 +7,11 @@ set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass
 machine of a few hundred nodes. Here the whole replay is one compiled loop, and the pass in it makes
 the decisions the pass in `app.sched.backfill` makes for these settings, step for step:
 
-- jobs are met in the policy's order (ranks computed once, by the policy's own standing key);
+- jobs are met in the policy's order, which a job's arrival fixes (`order.rank_key` of its score:
+  fcfs by submit time, sjf by the time it is told, f1 by its F1 score; then submit time and number);
   under `backfill_order=sjf` the jobs met once the reservations are made go shortest first;
+- a job is told its request, or its predicted run time (`replay.Predictor`, the same arithmetic), and
+  is told its request from its predicted end on if it is still running;
 - a job starts on the first nodes, in node order, that have its demand free now and keep it until
   its (grain-aligned) release without running into a reservation;
 - a job that cannot start takes a reservation while the depth allows (`fcfs` stops there): the same
@@ -253,7 +256,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     v cores free; `expect[j]`, a running job's expected end; `assigned[node_off[j]:node_off[j + 1]]`,
     job j's nodes; `running[:counts[1]]` (`run_at[j]`: where job j is listed), the jobs running;
     `pending[:n_pend]`, the jobs waiting, in the policy's order; `fresh[:n_fresh]`, the jobs that
-    arrived since the last decision (`Settled`); `ratios`, each user's last two run/told ratios."""
+    arrived since the last decision (`Settled`); `ratios`, each user's last two run/request ratios."""
     n_nodes, cores, mem_cap = machine
     order, settled_on, predict = rules[3], rules[6], rules[7]
     jobs = real.shape[1]

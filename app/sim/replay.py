@@ -1,5 +1,5 @@
 """Event-driven replay of a workload through the scheduling core's `decide` (the function behind
-POST /schedule; there is no second scheduler here).
+POST /schedule), or, for the common settings, its compiled twin (below).
 
 At every instant where jobs arrive or end, the replay hands `decide` the snapshot (the nodes'
 allocations and the running jobs' holdings as arrays it keeps current in place, rather than records
@@ -12,6 +12,10 @@ estimates are never shorter than the run time unless it was read with `kill_at_r
 share one partition, "default", unless the machine is split among the trace's queues
 (`Machine.queues`): then a job waits in its trace queue and, when the policy migrates it, the replay
 moves it to the new queue for good, as a resource manager would (it is sent as migrated from then on).
+
+For the settings `app.sim.compiled.applies` admits, the same replay runs as one compiled loop whose
+pass takes `decide`'s decisions (`app.sim.compiled`; tests/sim/test_compiled.py holds it to this
+one, record for record); `compiled=False` runs this one.
 """
 
 from __future__ import annotations
