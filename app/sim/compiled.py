@@ -1,6 +1,6 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
 of alike nodes, first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `priority`
-with order fcfs, sjf or f1) and a bounded reservation depth.
+with order fcfs, sjf or f1), at any reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
 set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
@@ -50,15 +50,12 @@ def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
     """Whether the compiled replay makes this replay's decisions: see the module's docstring."""
     if w.machine.queues or params is None or params.migration is not None:
         return False
-    if params.selector != "first_fit" or params.reservation_depth > MAX_DEPTH:
+    if params.selector != "first_fit":
         return False
     if policy in ("easy", "fcfs"):
         return True
     return (policy == "priority" and isinstance(params, PriorityParams) and params.order in STANDING_ORDERS
             and params.backfill_order in ("priority", "sjf"))
-
-
-MAX_DEPTH = 64  # deeper reservation depths are left to the Python pass (its shortcuts pay off there)
 
 
 # --- the profile: `app.sched.timeline.Profile`'s matrices, built and folded by the same kernels -------

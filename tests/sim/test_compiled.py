@@ -23,7 +23,8 @@ SJF_SJBF = 'priority:order=sjf;reservation_depth=2;backfill_order="sjf";selector
 COMPILED = ["easy", "fcfs", F1, SJF_SJBF,
             'priority:order=fcfs;reservation_depth=3;selector="first_fit";time_grain_s=1',
             "easy:reservation_depth=4;time_grain_s=300", "fcfs:reservation_depth=2;time_grain_s=1",
-            'priority:order=sjf;reservation_depth=1;selector="first_fit";queue_depth=3']
+            'priority:order=sjf;reservation_depth=1;selector="first_fit";queue_depth=3',
+            'priority:order=f1;selector="first_fit"']  # (an unlimited reservation depth)
 
 
 def same_replays(w: Workload, label: str, predict: bool = False) -> None:
@@ -67,7 +68,7 @@ def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload
     ('priority:order="sjf"', False, False),  # the evaluation selector reads loads
     ("priority:order=f1;reservation_depth=1", False, False),
     ("easy:selector=\"least_load\"", False, False),
-    ("easy:reservation_depth=65", False, False),  # deep: the Python pass's shortcuts pay off there
+    ('priority:order=f1;selector="first_fit"', False, True),  # every blocked job reserves
     ("priority", False, False),  # the weighted order moves with time
     ("conservative", False, False),  # promised slots
     ("firstfit", False, False),  # only starving jobs reserve, from now on
