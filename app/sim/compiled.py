@@ -1,6 +1,6 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
-of alike nodes, first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `priority`
-with order fcfs, sjf or f1), at any reservation depth.
+of alike nodes, first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `conservative`,
+`priority` with order fcfs, sjf or f1), at any reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
 set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
@@ -14,6 +14,8 @@ the decisions the pass in `app.sched.backfill` makes for these settings, step fo
   is told its request from its predicted end on if it is still running;
 - a job starts on the first nodes, in node order, that have its demand free now and keep it until
   its (grain-aligned) release without running into a reservation;
+- under `conservative`, each job's last reservation (its promise) is booked for it before the pass
+  where it still holds, and given back at its turn;
 - a job that cannot start takes a reservation while the depth allows (`fcfs` stops there): the same
   compiled search as the pass's (`profile_kernels.earliest_slot`, then the pass's fall-backs) on
   the same availability matrices, built by the same kernel from the same releases, with every start
@@ -52,7 +54,7 @@ def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
         return False
     if params.selector != "first_fit":
         return False
-    if policy in ("easy", "fcfs"):
+    if policy in ("easy", "fcfs", "conservative"):
         return True
     return (policy == "priority" and isinstance(params, PriorityParams) and params.order in STANDING_ORDERS
             and params.backfill_order in ("priority", "sjf"))
@@ -183,18 +185,19 @@ def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: in
 @njit(cache=True)
 def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: float, times: np.ndarray,
                  cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray,
-                 out: np.ndarray) -> int:
+                 holds_promises: bool, out: np.ndarray) -> int:
     """The first n nodes in node order with c, m free now that hold them until `release` without
     delaying a booking (`BackfillPass._try_start` with first_fit), into `out`; how many found
     (fewer than n: every node was looked at). A node whose first booking starts before `release`
     is doubtful; it surely fails when that booking leaves it less than c, m (`room`: its capacity
-    less the booking's demand), else its instants are walked."""
+    less the booking's demand; not while promises are held, one given back may free room), else its
+    instants are walked."""
     k = 0
     for x in range(free.shape[1]):
         if free[0, x] < c or free[1, x] < m:
             continue
         if first_booking[x] < release:
-            if room[0, x] < c or room[1, x] < m:
+            if not holds_promises and (room[0, x] < c or room[1, x] < m):
                 continue
             if not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, now, release, width):
                 continue
@@ -237,14 +240,14 @@ def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check
 
 
 # rows of the jobs' arrays, in the workload's order
-SUBMIT, RUN, ESTIMATE, TOLD, KEY, START, END, RESERVED = range(8)  # `real` (float64; NaN: not yet)
+SUBMIT, RUN, ESTIMATE, TOLD, KEY, START, END, RESERVED, PROMISE = range(9)  # `real` (float64; NaN: none)
 NODES, CPU, MEM, USER = range(4)  # `ints`
 FCFS, SJF, F1 = range(3)  # the orders
 
 
 @njit(cache=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
-            rules: tuple[int, int, int, int, int, int, int, int, int, int]
+            rules: tuple[int, int, int, int, int, int, int, int, int, int, int]
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
@@ -261,6 +264,8 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     for j in range(jobs):
         node_off[j + 1] = node_off[j] + ints[NODES, j]
     assigned = np.empty(node_off[-1], dtype=np.int64)
+    promised = np.empty(node_off[-1], dtype=np.int64)  # job j's last reservation's nodes (`PROMISE`)
+    held = np.zeros(jobs, dtype=np.bool_)  # a promised slot booked for it in this pass
     backfilled = np.zeros(jobs, dtype=np.bool_)
     started = np.empty(jobs, dtype=np.int64)
     counts = np.zeros(2, dtype=np.int64)  # jobs started so far, jobs running now
@@ -322,7 +327,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
         before = counts[0]
         times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, free, cnt_ge, expect,
                                   node_off, assigned, running, run_at, counts, backfilled, started, ends,
-                                  overdue, times, cum, stale, first_booking, room, out)
+                                  overdue, times, cum, stale, first_booking, room, out, promised, held)
         if counts[0] > before:
             n_pend = _drop_started(pending, n_pend, real)
     return backfilled, started[: counts[0]], node_off, assigned, decisions
@@ -409,18 +414,21 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 
 @njit(cache=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
-          rules: tuple[int, int, int, int, int, int, int, int, int, int], free: np.ndarray,
+          rules: tuple[int, int, int, int, int, int, int, int, int, int, int], free: np.ndarray,
           cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray,
           running: np.ndarray, run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray,
           started: np.ndarray, ends: list[tuple[float, int]], overdue: list[tuple[float, int]],
           times: np.ndarray, cum: np.ndarray, stale: int, first_booking: np.ndarray, room: np.ndarray,
-          out: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+          out: np.ndarray, promised: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """One decision at `now`: the pass over the pending jobs (in order), each start applied at once
     (free room, running jobs, their ends), each first reservation recorded. The profile is built,
     when a job reserves, into the buffers `times`, `cum` (returned, grown if they had to; and the
     rows used); `first_booking` (all INF between passes), per node, its earliest booking's start,
-    `room` what that booking leaves of its capacity; `out`, room for a job's nodes."""
-    grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries = rules
+    `room` what that booking leaves of its capacity; `out`, room for a job's nodes. Under
+    `conservative` (`keep_promises`), each job's last reservation (`PROMISE`, `promised`) is booked
+    for it first, where it still holds (`held`), and given back at its turn
+    (`BackfillPass._hold_promises`)."""
+    grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises = rules
     n_nodes, cores = free.shape[1], len(cnt_ge) - 1
     width, built, n_reserved = 0, False, 0  # (bookings are the reservations made)
     d = np.zeros((3, 1), dtype=np.int64)
@@ -432,6 +440,13 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     left = np.empty(limit, dtype=np.int64)
     n_left = 0
     order = pending[:limit]
+    holds_promises = False  # (then room given back may undo what the shortcuts assume)
+    if keep_promises:
+        times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off, assigned,
+                                   ints[CPU], ints[MEM], times, cum, stale)
+        built = True
+        times, cum, width, holds_promises = _hold_promises(now, order, real, ints, node_off, promised, held,
+                                                           times, cum, width, first_booking, grain)
     for rnd in range(2):
         for j in order:
             if rnd == 0 and bf_sjf and (n_left > 0 or n_reserved >= depth):
@@ -439,6 +454,13 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                 n_left += 1
                 continue
             n, c, m, told = ints[NODES, j], ints[CPU, j], ints[MEM, j], real[TOLD, j]
+            promise = np.nan
+            if held[j]:  # its promised slot, given back: it finds that slot free (or better)
+                held[j] = False
+                promise = max(real[PROMISE, j], now)
+                times, cum = _room(times, cum, width)
+                width = _book(times, cum, width, promised[node_off[j] : node_off[j + 1]], promise,
+                              np.ceil((promise + told) / grain) * grain, -c, -m, now)
             if n > n_nodes or c > cores or m > mem_cap:
                 continue  # never fits
             fits = _fits(free, cnt_ge, c, m, n)
@@ -448,8 +470,9 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
             check[1] = m > 0
             release = _release(now + told, now, grain)
             k = 0
-            if fits and not _surely_blocked(blocked, n_blocked, c, m, n, release):
-                k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, room, out)
+            if fits and (holds_promises or not _surely_blocked(blocked, n_blocked, c, m, n, release)):
+                k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, room,
+                                 holds_promises, out)
                 if k < n and n_blocked < blocked.shape[1]:
                     blocked[0, n_blocked], blocked[1, n_blocked] = c, m
                     blocked[2, n_blocked], blocked[3, n_blocked] = release, k
@@ -477,11 +500,13 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                                                assigned, ints[CPU], ints[MEM], times, cum, stale)
                     built = True
                 t, chosen = _search(times, cum, width, d, check, n, told, grain, first_booking,
-                                    n_reserved > 0, head, tries)
+                                    n_reserved > 0 or holds_promises, head, tries)
+                if not np.isnan(promise) and (np.isnan(t) or t > promise):  # the search's bounds missed it
+                    t, chosen = promise, np.sort(promised[node_off[j] : node_off[j + 1]])
                 if not np.isnan(t):
                     times, cum = _room(times, cum, width)
-                    width = kernels.fold(times, cum, chosen, t, np.ceil((t + told) / grain) * grain, d, False,
-                                         now, width)
+                    end = np.ceil((t + told) / grain) * grain
+                    width = _book(times, cum, width, chosen, t, end, c, m, now)
                     for x in chosen:
                         if first_booking[x] > t:
                             first_booking[x] = t
@@ -489,14 +514,62 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     n_reserved += 1
                     if np.isnan(real[RESERVED, j]):
                         real[RESERVED, j] = t
+                    real[PROMISE, j] = t  # what the resource manager sends back next time
+                    for i in range(n):
+                        promised[node_off[j] + i] = chosen[i]
             if stop_at_block:  # fcfs: the queue stops at its first job that cannot start
                 break
         if n_left == 0:
             break
         order = left[:n_left][np.argsort(real[TOLD][left[:n_left]], kind="mergesort")]  # stable
-    if n_reserved:
+    if n_reserved or holds_promises:
         first_booking[:] = INF
+        held[order] = False
     return times, cum, width if built else stale
+
+
+@njit(cache=True)
+def _book(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, t0: float, t1: float, c: int,
+          m: int, now: float) -> int:
+    """Take c cores and m MiB from each of `nodes` over [t0, t1) (give them back: negative); the
+    width after. The buffers must have room for two more instants (`_room`)."""
+    d = np.zeros((3, 1), dtype=np.int64)
+    d[0, 0], d[1, 0] = c, m
+    return kernels.fold(times, cum, nodes, t0, t1, d, False, now, width)
+
+
+@njit(cache=True)
+def _hold_promises(now: float, order: np.ndarray, real: np.ndarray, ints: np.ndarray, node_off: np.ndarray,
+                   promised: np.ndarray, held: np.ndarray, times: np.ndarray, cum: np.ndarray, width: int,
+                   first_booking: np.ndarray, grain: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
+    """`BackfillPass._hold_promises`: in order, each job's promised slot (from `max(promise, now)`
+    to its grain-aligned end, on its promised nodes) booked for it if it still holds with the slots
+    before it booked; the buffers, the width, and whether any was held."""
+    any_held = False
+    for j in order:
+        if np.isnan(real[PROMISE, j]):
+            continue
+        start = max(real[PROMISE, j], now)
+        end = np.ceil((start + real[TOLD, j]) / grain) * grain
+        nodes = promised[node_off[j] : node_off[j + 1]]
+        c, m = ints[CPU, j], ints[MEM, j]
+        if not _all_hold(times, cum, width, nodes, c, m, start, end):
+            continue  # the slot is gone (a job overran its told time): planned afresh
+        times, cum = _room(times, cum, width)
+        width = _book(times, cum, width, nodes, start, end, c, m, now)
+        for x in nodes:
+            first_booking[x] = min(first_booking[x], start)
+        held[j] = any_held = True
+    return times, cum, width, any_held
+
+
+@njit(cache=True)
+def _all_hold(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, c: int, m: int, t: float,
+              end: float) -> bool:
+    for x in nodes:
+        if not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, t, end, width):
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -519,7 +592,7 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     """Replay `w` under a policy that `applies` admits (see the module's docstring)."""
     jobs, m = w.jobs, w.machine
     users = {u: k for k, u in enumerate(dict.fromkeys(j.user for j in jobs))}
-    real = np.full((8, len(jobs)), np.nan)
+    real = np.full((9, len(jobs)), np.nan)
     for row, values in ((SUBMIT, [j.submit for j in jobs]), (RUN, [j.run for j in jobs]),
                         (ESTIMATE, [j.estimate for j in jobs])):
         real[row] = values
@@ -528,7 +601,7 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     order = params.order if isinstance(params, PriorityParams) else "fcfs"
     rules = (params.time_grain_s, params.reservation_depth, params.queue_depth, STANDING_ORDERS.index(order),
              int(policy == "fcfs"), int(getattr(params, "backfill_order", "") == "sjf"), int(settled_on),
-             int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED)
+             int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"))
     backfilled, started, node_off, assigned, decisions = _replay(
         real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules)
     return Schedule(real[START], real[END], backfilled, real[RESERVED], started, node_off, assigned,
@@ -542,3 +615,4 @@ def warm() -> None:
     schedule(w, "fcfs", CommonParams(time_grain_s=1, reservation_depth=2), False, True)
     f1_sjf = PriorityParams(order="f1", backfill_order="sjf", reservation_depth=2)
     schedule(w, "priority", f1_sjf, True, False)
+    schedule(w, "conservative", CommonParams(time_grain_s=1, reservation_depth=10**6), False, False)

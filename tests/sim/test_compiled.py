@@ -24,7 +24,8 @@ COMPILED = ["easy", "fcfs", F1, SJF_SJBF,
             'priority:order=fcfs;reservation_depth=3;selector="first_fit";time_grain_s=1',
             "easy:reservation_depth=4;time_grain_s=300", "fcfs:reservation_depth=2;time_grain_s=1",
             'priority:order=sjf;reservation_depth=1;selector="first_fit";queue_depth=3',
-            'priority:order=f1;selector="first_fit"']  # (an unlimited reservation depth)
+            'priority:order=f1;selector="first_fit"',  # (an unlimited reservation depth)
+            "conservative", "conservative:time_grain_s=1"]
 
 
 def same_replays(w: Workload, label: str, predict: bool = False) -> None:
@@ -47,7 +48,7 @@ def sdsc4() -> Workload:
 
 
 @pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
-@pytest.mark.parametrize("label", COMPILED[:4])
+@pytest.mark.parametrize("label", [*COMPILED[:4], "conservative"])
 def test_the_compiled_replay_keeps_the_schedules_of_a_real_trace(sdsc4: Workload, label: str,
                                                                  predict: bool) -> None:
     same_replays(sdsc4, label, predict)
@@ -70,7 +71,8 @@ def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload
     ("easy:selector=\"least_load\"", False, False),
     ('priority:order=f1;selector="first_fit"', False, True),  # every blocked job reserves
     ("priority", False, False),  # the weighted order moves with time
-    ("conservative", False, False),  # promised slots
+    ("conservative", False, True),  # promised slots, booked first
+    ('conservative:selector="least_load"', False, False),
     ("firstfit", False, False),  # only starving jobs reserve, from now on
     ("memory_backfill", False, False),
 ], ids=str)
