@@ -1,6 +1,6 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
 of alike nodes, first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `conservative`,
-`priority` with order fcfs, sjf or f1), at any reservation depth.
+`firstfit`, `priority` with order fcfs, sjf or f1), at any reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
 set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
@@ -16,7 +16,8 @@ the decisions the pass in `app.sched.backfill` makes for these settings, step fo
   its (grain-aligned) release without running into a reservation;
 - under `conservative`, each job's last reservation (its promise) is booked for it before the pass
   where it still holds, and given back at its turn;
-- a job that cannot start takes a reservation while the depth allows (`fcfs` stops there): the same
+- a job that cannot start takes a reservation while the depth allows (`fcfs` stops there; under
+  `firstfit` only a job waiting past `starvation_s` does, and its nodes are withheld from now on): the same
   compiled search as the pass's (`profile_kernels.earliest_slot`, then the pass's fall-backs) on
   the same availability matrices, built by the same kernel from the same releases, with every start
   and booking folded in by the same kernel;
@@ -40,7 +41,7 @@ from numba import njit
 
 from app.sched import profile_kernels as kernels
 from app.sched.backfill import MAX_INSTANTS_TRIED
-from app.sched.params import CommonParams, PriorityParams
+from app.sched.params import CommonParams, FirstfitParams, PriorityParams
 from app.sched.timeline import HEAD_COLUMNS
 from app.sim.workload import Machine, SimJob, Workload
 
@@ -54,7 +55,7 @@ def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
         return False
     if params.selector != "first_fit":
         return False
-    if policy in ("easy", "fcfs", "conservative"):
+    if policy in ("easy", "fcfs", "conservative", "firstfit"):
         return True
     return (policy == "priority" and isinstance(params, PriorityParams) and params.order in STANDING_ORDERS
             and params.backfill_order in ("priority", "sjf"))
@@ -247,7 +248,7 @@ FCFS, SJF, F1 = range(3)  # the orders
 
 @njit(cache=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
-            rules: tuple[int, int, int, int, int, int, int, int, int, int, int]
+            rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], starve_s: float
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
@@ -325,7 +326,8 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
         decisions += 1
         settled, n_fresh = True, 0
         before = counts[0]
-        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, free, cnt_ge, expect,
+        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, starve_s, free, cnt_ge,
+                                  expect,
                                   node_off, assigned, running, run_at, counts, backfilled, started, ends,
                                   overdue, times, cum, stale, first_booking, room, out, promised, held)
         if counts[0] > before:
@@ -414,8 +416,8 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 
 @njit(cache=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
-          rules: tuple[int, int, int, int, int, int, int, int, int, int, int], free: np.ndarray,
-          cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray,
+          rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], starve_s: float,
+          free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray,
           running: np.ndarray, run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray,
           started: np.ndarray, ends: list[tuple[float, int]], overdue: list[tuple[float, int]],
           times: np.ndarray, cum: np.ndarray, stale: int, first_booking: np.ndarray, room: np.ndarray,
@@ -428,7 +430,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     `conservative` (`keep_promises`), each job's last reservation (`PROMISE`, `promised`) is booked
     for it first, where it still holds (`held`), and given back at its turn
     (`BackfillPass._hold_promises`)."""
-    grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises = rules
+    grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises, from_now = rules
     n_nodes, cores = free.shape[1], len(cnt_ge) - 1
     width, built, n_reserved = 0, False, 0  # (bookings are the reservations made)
     d = np.zeros((3, 1), dtype=np.int64)
@@ -494,7 +496,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     times, cum = _room(times, cum, width)
                     width = kernels.fold(times, cum, nodes, now, release, d, False, now, width)
                 continue
-            if n_reserved < depth:
+            if n_reserved < depth and now - real[SUBMIT, j] > starve_s:  # (firstfit: only the starving)
                 if not built:
                     times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off,
                                                assigned, ints[CPU], ints[MEM], times, cum, stale)
@@ -504,12 +506,13 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                 if not np.isnan(promise) and (np.isnan(t) or t > promise):  # the search's bounds missed it
                     t, chosen = promise, np.sort(promised[node_off[j] : node_off[j + 1]])
                 if not np.isnan(t):
+                    hold_from = now if from_now else t  # firstfit withholds the nodes from now on
                     times, cum = _room(times, cum, width)
                     end = np.ceil((t + told) / grain) * grain
-                    width = _book(times, cum, width, chosen, t, end, c, m, now)
+                    width = _book(times, cum, width, chosen, hold_from, end, c, m, now)
                     for x in chosen:
-                        if first_booking[x] > t:
-                            first_booking[x] = t
+                        if first_booking[x] > hold_from:
+                            first_booking[x] = hold_from
                             room[0, x], room[1, x] = cores - c, mem_cap - m
                     n_reserved += 1
                     if np.isnan(real[RESERVED, j]):
@@ -601,9 +604,12 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     order = params.order if isinstance(params, PriorityParams) else "fcfs"
     rules = (params.time_grain_s, params.reservation_depth, params.queue_depth, STANDING_ORDERS.index(order),
              int(policy == "fcfs"), int(getattr(params, "backfill_order", "") == "sjf"), int(settled_on),
-             int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"))
+             int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"),
+             int(policy == "firstfit"))
+    starve_s = params.starvation_s if isinstance(params, FirstfitParams) else -INF
     backfilled, started, node_off, assigned, decisions = _replay(
-        real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules)
+        real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules,
+        float(starve_s))
     return Schedule(real[START], real[END], backfilled, real[RESERVED], started, node_off, assigned,
                     decisions)
 
@@ -616,3 +622,4 @@ def warm() -> None:
     f1_sjf = PriorityParams(order="f1", backfill_order="sjf", reservation_depth=2)
     schedule(w, "priority", f1_sjf, True, False)
     schedule(w, "conservative", CommonParams(time_grain_s=1, reservation_depth=10**6), False, False)
+    schedule(w, "firstfit", FirstfitParams(time_grain_s=1, starvation_s=1.0), False, False)

@@ -25,7 +25,7 @@ COMPILED = ["easy", "fcfs", F1, SJF_SJBF,
             "easy:reservation_depth=4;time_grain_s=300", "fcfs:reservation_depth=2;time_grain_s=1",
             'priority:order=sjf;reservation_depth=1;selector="first_fit";queue_depth=3',
             'priority:order=f1;selector="first_fit"',  # (an unlimited reservation depth)
-            "conservative", "conservative:time_grain_s=1"]
+            "conservative", "conservative:time_grain_s=1", "firstfit:starvation_s=300;time_grain_s=1"]
 
 
 def same_replays(w: Workload, label: str, predict: bool = False) -> None:
@@ -48,7 +48,7 @@ def sdsc4() -> Workload:
 
 
 @pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
-@pytest.mark.parametrize("label", [*COMPILED[:4], "conservative"])
+@pytest.mark.parametrize("label", [*COMPILED[:4], "conservative", "firstfit:starvation_s=3600"])
 def test_the_compiled_replay_keeps_the_schedules_of_a_real_trace(sdsc4: Workload, label: str,
                                                                  predict: bool) -> None:
     same_replays(sdsc4, label, predict)
@@ -73,7 +73,7 @@ def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload
     ("priority", False, False),  # the weighted order moves with time
     ("conservative", False, True),  # promised slots, booked first
     ('conservative:selector="least_load"', False, False),
-    ("firstfit", False, False),  # only starving jobs reserve, from now on
+    ("firstfit", False, True),  # only starving jobs reserve, from now on
     ("memory_backfill", False, False),
 ], ids=str)
 def test_the_compiled_replay_is_used_only_where_it_is_proven(label: str, split: bool, expected: bool) -> None:
