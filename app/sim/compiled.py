@@ -417,8 +417,8 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 @njit(cache=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
           rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], starve_s: float,
-          free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray,
-          running: np.ndarray, run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray,
+          free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray,
+          assigned: np.ndarray, running: np.ndarray, run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray,
           started: np.ndarray, ends: list[tuple[float, int]], overdue: list[tuple[float, int]],
           times: np.ndarray, cum: np.ndarray, stale: int, first_booking: np.ndarray, room: np.ndarray,
           out: np.ndarray, promised: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
