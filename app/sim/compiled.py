@@ -418,10 +418,11 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
           rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], starve_s: float,
           free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray,
-          assigned: np.ndarray, running: np.ndarray, run_at: np.ndarray, counts: np.ndarray, backfilled: np.ndarray,
-          started: np.ndarray, ends: list[tuple[float, int]], overdue: list[tuple[float, int]],
-          times: np.ndarray, cum: np.ndarray, stale: int, first_booking: np.ndarray, room: np.ndarray,
-          out: np.ndarray, promised: np.ndarray, held: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+          assigned: np.ndarray, running: np.ndarray, run_at: np.ndarray, counts: np.ndarray,
+          backfilled: np.ndarray, started: np.ndarray, ends: list[tuple[float, int]],
+          overdue: list[tuple[float, int]], times: np.ndarray, cum: np.ndarray, stale: int,
+          first_booking: np.ndarray, room: np.ndarray, out: np.ndarray, promised: np.ndarray,
+          held: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """One decision at `now`: the pass over the pending jobs (in order), each start applied at once
     (free room, running jobs, their ends), each first reservation recorded. The profile is built,
     when a job reserves, into the buffers `times`, `cum` (returned, grown if they had to; and the
