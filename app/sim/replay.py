@@ -300,7 +300,8 @@ class _Replay:
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False,
            incremental: bool = True, shortlist: bool = True, compiled: bool = True) -> ReplayResult:
-    """Run the whole workload; `progress(n)` is told each time n more jobs have started. `predict`:
+    """Run the whole workload; `progress(n)` is told each time n more jobs have started (by the
+    compiled replay, once, at the end: it takes a second where this one takes minutes). `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
     instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks).
     `shortlist`: `decide` sees only the pending jobs that can change its answer where that is
