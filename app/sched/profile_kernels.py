@@ -163,10 +163,9 @@ def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: 
         for i in range(len(nodes)):
             if ok[i] and first_booking[nodes[i]] < end and not (exact and node_times[i] == t):
                 ok[i] = holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
-    pos = np.flatnonzero(ok)
-    if len(pos) < n:
+    if np.count_nonzero(ok) < n:
         return nodes[:0]
-    return np.sort(nodes[_latest(node_times[pos], pos, n)])
+    return _latest(nodes, node_times, ok, n)
 
 
 @njit(cache=True)
@@ -209,14 +208,23 @@ def earliest_slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.n
 
 
 @njit(cache=True)
-def _latest(values: np.ndarray, pos: np.ndarray, n: int) -> np.ndarray:
-    """The n of `pos` with the largest `values`, ties at the cut taken in position order: the
-    first n of a stable sort by decreasing value, as a set, found by selection (no sort)."""
-    cut = -np.partition(-values, n - 1)[n - 1]  # the n-th largest value
-    above = values > cut
-    out = pos[above]
-    at_cut = pos[values == cut][: n - len(out)]
-    return np.concatenate((out, at_cut))
+def _latest(nodes: np.ndarray, values: np.ndarray, ok: np.ndarray, n: int) -> np.ndarray:
+    """Sorted, the n of `nodes` where `ok` with the largest `values`, ties at the cut taken in
+    position order (the first n of a stable sort by decreasing value, as a set): the cut found by
+    selection, then one pass in position order (no sort, unless `nodes` is not ascending)."""
+    cut = -np.partition(-values[ok], n - 1)[n - 1]  # the n-th largest value
+    at_cut = n - np.count_nonzero(ok & (values > cut))
+    out = np.empty(n, dtype=nodes.dtype)
+    k = 0
+    for i in range(len(nodes)):
+        if ok[i] and (values[i] > cut or (values[i] == cut and at_cut > 0)):
+            at_cut -= values[i] == cut
+            out[k] = nodes[i]
+            k += 1
+    for i in range(1, n):
+        if out[i] < out[i - 1]:
+            return np.sort(out)
+    return out
 
 
 @njit(cache=True, inline="always")
