@@ -186,13 +186,13 @@ def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: in
 @njit(cache=True)
 def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: float, times: np.ndarray,
                  cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray,
-                 holds_promises: bool, out: np.ndarray) -> int:
+                 holds_promises: bool, ready: bool, out: np.ndarray) -> int:
     """The first n nodes in node order with c, m free now that hold them until `release` without
     delaying a booking (`BackfillPass._try_start` with first_fit), into `out`; how many found
     (fewer than n: every node was looked at). A node whose first booking starts before `release`
     is doubtful; it surely fails when that booking leaves it less than c, m (`room`: its capacity
     less the booking's demand; not while promises are held, one given back may free room), else its
-    instants are walked."""
+    instants are walked: -1 if that is needed while changes wait to be folded (not `ready`)."""
     k = 0
     for x in range(free.shape[1]):
         if free[0, x] < c or free[1, x] < m:
@@ -200,6 +200,8 @@ def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: 
         if first_booking[x] < release:
             if not holds_promises and (room[0, x] < c or room[1, x] < m):
                 continue
+            if not ready:
+                return -1
             if not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, now, release, width):
                 continue
         out[k] = x
@@ -434,6 +436,8 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises, from_now = rules
     n_nodes, cores = free.shape[1], len(cnt_ge) - 1
     width, built, n_reserved = 0, False, 0  # (bookings are the reservations made)
+    waiting = np.empty(len(pending) + 1, dtype=np.int64)  # starts (j + 1), bookings -(j + 1) not folded yet
+    n_waiting = 0
     d = np.zeros((3, 1), dtype=np.int64)
     check = np.zeros(3, dtype=np.bool_)
     check[0] = True
@@ -475,7 +479,13 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
             k = 0
             if fits and (holds_promises or not _surely_blocked(blocked, n_blocked, c, m, n, release)):
                 k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, room,
-                                 holds_promises, out)
+                                 holds_promises, n_waiting == 0, out)
+                if k < 0:
+                    times, cum, width = _fold_waiting(waiting[:n_waiting], now, grain, from_now, real,
+                                                      node_off, assigned, promised, ints, times, cum, width)
+                    n_waiting = 0
+                    k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, room,
+                                     holds_promises, True, out)
                 if k < n and n_blocked < blocked.shape[1]:
                     blocked[0, n_blocked], blocked[1, n_blocked] = c, m
                     blocked[2, n_blocked], blocked[3, n_blocked] = release, k
@@ -493,24 +503,26 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                 heapq.heappush(ends, (real[END, j], j))
                 if real[END, j] > now + told:
                     heapq.heappush(overdue, (now + told, j))
-                if built:
-                    times, cum = _room(times, cum, width)
-                    width = kernels.fold(times, cum, nodes, now, release, d, False, now, width)
+                if built:  # folded when a question needs it
+                    waiting[n_waiting] = j + 1
+                    n_waiting += 1
                 continue
             if n_reserved < depth and now - real[SUBMIT, j] > starve_s:  # (firstfit: only the starving)
                 if not built:
                     times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off,
                                                assigned, ints[CPU], ints[MEM], times, cum, stale)
                     built = True
+                times, cum, width = _fold_waiting(waiting[:n_waiting], now, grain, from_now, real, node_off,
+                                                  assigned, promised, ints, times, cum, width)
+                n_waiting = 0
                 t, chosen = _search(times, cum, width, d, check, n, told, grain, first_booking,
                                     n_reserved > 0 or holds_promises, head, tries)
                 if not np.isnan(promise) and (np.isnan(t) or t > promise):  # the search's bounds missed it
                     t, chosen = promise, np.sort(promised[node_off[j] : node_off[j + 1]])
                 if not np.isnan(t):
                     hold_from = now if from_now else t  # firstfit withholds the nodes from now on
-                    times, cum = _room(times, cum, width)
-                    end = np.ceil((t + told) / grain) * grain
-                    width = _book(times, cum, width, chosen, hold_from, end, c, m, now)
+                    waiting[n_waiting] = -(j + 1)  # folded when a question needs it
+                    n_waiting += 1
                     for x in chosen:
                         if first_booking[x] > hold_from:
                             first_booking[x] = hold_from
@@ -530,6 +542,27 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
         first_booking[:] = INF
         held[order] = False
     return times, cum, width if built else stale
+
+
+@njit(cache=True)
+def _fold_waiting(waiting: np.ndarray, now: float, grain: int, from_now: int, real: np.ndarray,
+                  node_off: np.ndarray, assigned: np.ndarray, promised: np.ndarray, ints: np.ndarray,
+                  times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Fold the starts (j + 1: its nodes from now to its release) and bookings (-(j + 1): its
+    reservation's nodes from its start, or now under firstfit, to its end) made since the last
+    question about later times, as `Profile` folds its waiting changes; the buffers and width."""
+    for e in waiting:
+        j = abs(e) - 1
+        told = real[TOLD, j]
+        if e > 0:
+            nodes, t0, t1 = assigned[node_off[j] : node_off[j + 1]], now, _release(now + told, now, grain)
+        else:
+            t = real[PROMISE, j]
+            nodes, t0, t1 = promised[node_off[j] : node_off[j + 1]], now if from_now else t, \
+                np.ceil((t + told) / grain) * grain
+        times, cum = _room(times, cum, width)
+        width = _book(times, cum, width, nodes, t0, t1, ints[CPU, j], ints[MEM, j], now)
+    return times, cum, width
 
 
 @njit(cache=True)
