@@ -14,7 +14,8 @@ used: `BULK_WAITS_FROM` past any queue; the promised slots booked one by one: `H
 profile's (a change folded node by node on Python lists: `FOLD_BY_BATCH`, and no rebuild of many
 waiting changes at once: `REBUILD_FROM`); `kernels`, the profile's compiled loops (its questions and
 folds answered by its numpy code: `COMPILED`); `compiled`, the replay's compiled twin
-(`app.sim.compiled`: off, `decide` makes every decision); `all`, every one.
+(`app.sim.compiled`: off, `decide` makes every decision); `all`, every one. Only `compiled` and
+`all` let "on" take the compiled replay: the other switches measure the Python replay's shortcuts.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
         t0 = time.process_time()
         result = replay(w, name, params, predict=predicted,
                         shortlist=on or switch not in ("all", "shortlist"),
-                        compiled=on or switch not in ("all", "compiled"))
+                        compiled=on and switch in ("all", "compiled"))
         return time.process_time() - t0, result
 
 

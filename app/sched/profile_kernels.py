@@ -107,7 +107,7 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
 
 @njit(cache=True, inline="always")
 def holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
-           t: float, end: float, w: int) -> bool:
+          t: float, end: float, w: int) -> bool:
     """Whether every one of node x's first w instants that overlaps [t, end) covers `need`."""
     for k in range(w):
         if times[k, x] >= end:

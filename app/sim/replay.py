@@ -305,7 +305,8 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
     instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks).
     `shortlist`: `decide` sees only the pending jobs that can change its answer where that is
-    proven (`app.sim.shortlist`; False hands it the whole queue, for checks). `compiled`: where
+    proven (`app.sim.shortlist`; False hands it the whole queue, for checks, and so never takes the
+    compiled replay). `compiled`: where
     `app.sim.compiled` makes the same decisions, its compiled loop replays (False: `decide` does)."""
     if params is None and policy in POLICIES:
         params = POLICIES[policy][0]()
