@@ -1,5 +1,5 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
-of alike nodes, first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `conservative`,
+of alike nodes (up to `MAX_CORES` cores each), first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `conservative`,
 `firstfit`, `priority` with order fcfs, sjf or f1), at any reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
@@ -47,13 +47,17 @@ from app.sim.workload import Machine, SimJob, Workload
 
 INF = math.inf
 STANDING_ORDERS = ("fcfs", "sjf", "f1")  # priority orders whose ranks never move (see shortlist)
+# the loop counts the nodes with at least v cores free for every v up to a node's cores (`cnt_ge`),
+# and a start or an end updates the counts core by core: past this many cores a node, the Python
+# replay (whose cost does not grow with the cores) takes over
+MAX_CORES = 1024
 
 
 def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
     """Whether the compiled replay makes this replay's decisions: see the module's docstring."""
-    if w.machine.queues or params is None or params.migration is not None:
+    if w.machine.queues or w.machine.cores_per_node > MAX_CORES:
         return False
-    if params.selector != "first_fit":
+    if params is None or params.migration is not None or params.selector != "first_fit":
         return False
     if policy in ("easy", "fcfs", "conservative", "firstfit"):
         return True

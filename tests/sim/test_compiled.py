@@ -11,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.cli import policy_params, policy_spec
+from app.sched.params import EasyParams
 from app.sim import compiled
 from app.sim.replay import replay
 from app.sim.swf import read_swf
-from app.sim.workload import Machine, Workload, default_machine, workload
+from app.sim.workload import Machine, SimJob, Workload, default_machine, workload
 from tests.sim.test_shortlist import workloads
 
 DATA = Path(__file__).parent.parent / "data"
@@ -80,3 +81,14 @@ def test_the_compiled_replay_is_used_only_where_it_is_proven(label: str, split: 
     name, pairs = policy_spec(label)
     w = Workload(Machine(128, queues=(("a", 64), ("b", 64))) if split else Machine(128), [])
     assert compiled.applies(w, name, policy_params(name, pairs)[1]) is expected
+
+
+def test_nodes_of_more_cores_than_the_loop_counts_take_the_python_replay() -> None:
+    """The loop keeps a count per number of free cores: a node of 2**20 cores (the API's limit) would
+    make every start a million steps; such a machine replays in Python, and replays right."""
+    cores = compiled.MAX_CORES + 1
+    w = Workload(Machine(2, cores), [SimJob("1", 0.0, 10.0, 10.0, 2 * cores, 2, cores, 0),
+                                     SimJob("2", 1.0, 5.0, 5.0, cores, 1, cores, 0)])
+    assert not compiled.applies(w, "easy", EasyParams())
+    starts = {r.job.id: r.start for r in replay(w, "easy", EasyParams(time_grain_s=1)).records}
+    assert starts == {"1": 0.0, "2": 10.0}
