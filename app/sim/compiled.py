@@ -1,6 +1,7 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
-of alike nodes (up to `MAX_CORES` cores each), first_fit, an order in which a job's rank never moves (`easy`, `fcfs`, `conservative`,
-`firstfit`, `priority` with order fcfs, sjf or f1), at any reservation depth.
+of alike nodes (up to `MAX_CORES` cores each), first_fit, an order in which a job's rank never moves
+(`easy`, `fcfs`, `conservative`, `firstfit`, `priority` with order fcfs, sjf or f1), at any
+reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
 set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
