@@ -58,12 +58,35 @@ def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
     """Whether the compiled replay makes this replay's decisions: see the module's docstring."""
     if w.machine.queues or w.machine.cores_per_node > MAX_CORES:
         return False
-    if params is None or params.migration is not None or params.selector != "first_fit":
+    if params is None or params.migration is not None or not _in_node_order(w, params.selector):
         return False
     if policy in ("easy", "fcfs", "conservative", "firstfit"):
         return True
-    return (policy == "priority" and isinstance(params, PriorityParams) and params.order in STANDING_ORDERS
+    return (policy == "priority" and isinstance(params, PriorityParams)
+            and (params.order in STANDING_ORDERS or _weighted_is_fcfs(params))
             and params.backfill_order in ("priority", "sjf"))
+
+
+def _in_node_order(w: Workload, selector: str) -> bool:
+    """Whether the selector takes a replay's candidate nodes in node order, as first_fit does. The
+    others rank by a key and break ties in node order: least_load by each node's reported cpu
+    load, which a replay leaves at 0 on every node; evaluation by E, whose memory part reads the
+    free memory, alike on every node when no memory is modelled (and its cpu part the load and
+    clock, alike on every node)."""
+    no_memory = not w.machine.mem_mib_per_node
+    return selector in ("first_fit", "least_load") or (selector == "evaluation" and no_memory)
+
+
+def _weighted_is_fcfs(p: PriorityParams) -> bool:
+    """Whether the weighted order ranks a replay's jobs first come, first served. They carry no
+    preset, user or queue priority and none is VIP, so P = min(k3·t_wait·E, P_max): with k3, E
+    >= 0 it never falls as a job waits longer, so an older job never ranks below a younger one,
+    and equal P goes to submit time. (E given, not the best node's: `resource_evaluation`.)"""
+    e = p.resource_evaluation
+    weights = (p.preset_weight, p.user_weight, p.queue_weight, p.age_weight, p.max_priority,
+               p.reserve_after_wait_s)
+    return (p.order == "weighted" and e is not None and math.isfinite(e) and e >= 0 and p.age_weight >= 0
+            and all(math.isfinite(v) for v in weights))
 
 
 # --- the profile: `app.sched.timeline.Profile`'s matrices, built and folded by the same kernels -------
@@ -255,7 +278,7 @@ FCFS, SJF, F1 = range(3)  # the orders
 
 @njit(cache=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
-            rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], starve_s: float
+            rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
@@ -333,7 +356,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
         decisions += 1
         settled, n_fresh = True, 0
         before = counts[0]
-        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, starve_s, free, cnt_ge,
+        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, may, free, cnt_ge,
                                   expect,
                                   node_off, assigned, running, run_at, counts, backfilled, started, ends,
                                   overdue, times, cum, stale, first_booking, room, out, promised, held)
@@ -421,9 +444,92 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
     return True
 
 
+# `may`, who may take a reservation: [WAITED, w] a job that has waited more than w seconds (-INF:
+# every job; firstfit: `starvation_s`); [WEIGHTED, k3, E, P_max, t] the weighted order's starving
+# job (`PriorityPolicy.rules`), whose P = k3·t_wait(min)·E has reached P_max or that has waited t
+WAITED, WEIGHTED = 0, 1
+
+
+def _reserve_rule(params: CommonParams) -> np.ndarray:
+    if isinstance(params, FirstfitParams):
+        return np.array([WAITED, params.starvation_s])
+    if isinstance(params, PriorityParams) and params.order == "weighted":
+        return np.array([WEIGHTED, params.age_weight, params.resource_evaluation, params.max_priority,
+                         params.reserve_after_wait_s])
+    return np.array([WAITED, -INF])
+
+
+@njit(cache=True)
+def _may_reserve(may: np.ndarray, now: float, submit: float) -> bool:
+    """Whether a blocked job submitted at `submit` may take a reservation now (`may`: see above);
+    P is computed as `order.weighted_score` computes it, operation for operation."""
+    if may[0] == WAITED:
+        return now - submit > may[1]
+    raw = may[1] * max(0.0, now - submit) / 60.0 * may[2]
+    return raw >= may[3] or now - submit >= may[4]
+
+
+@njit(cache=True)
+def _seen(order: np.ndarray, now: float, real: np.ndarray, ints: np.ndarray, mem_cap: int, may: np.ndarray,
+          free: np.ndarray, cnt_ge: np.ndarray) -> tuple[np.ndarray, int]:
+    """The jobs of `order` whose turn in the pass can be seen: the positions of those with their
+    demand free on enough nodes now (they may start), and the last position of one that may reserve
+    and has not yet (its first reservation is recorded; -1: none). A job past all of them cannot
+    start (free room only shrinks in the pass), and a reservation it takes is neither recorded nor
+    kept (promises are kept only under `conservative`) nor seen by a job that may start: its
+    bookings and the depth it uses change nothing, and the pass may stop before it. (Under
+    `backfill_order=sjf`, once a job is left to the second round every later one is: the jobs left
+    are all before the stop.)"""
+    fitting = np.empty(len(order), dtype=np.int64)
+    n_fit, last_first = 0, -1
+    for i in range(len(order)):
+        j = order[i]
+        n, c, m = ints[NODES, j], ints[CPU, j], ints[MEM, j]
+        if n > free.shape[1] or c >= len(cnt_ge) or m > mem_cap:
+            continue  # it never fits
+        if _fits(free, cnt_ge, c, m, n):
+            fitting[n_fit] = i
+            n_fit += 1
+        if np.isnan(real[RESERVED, j]) and _may_reserve(may, now, real[SUBMIT, j]):
+            last_first = i
+    return fitting[:n_fit], last_first
+
+
+@njit(cache=True)
+def _surely_stuck(free: np.ndarray, first_booking: np.ndarray, room: np.ndarray, c: int, m: int, n: int,
+                  release: float) -> bool:
+    """Whether fewer than n nodes pass `_first_clear`'s first tests for this demand (free now, and
+    clear of bookings until `release` or with room beside the first): then the job cannot start in
+    this pass (bookings only grow and free room only shrinks). Not while promises are held."""
+    k = 0
+    for x in range(free.shape[1]):
+        if free[0, x] >= c and free[1, x] >= m and (
+                first_booking[x] >= release or (room[0, x] >= c and room[1, x] >= m)):
+            k += 1
+            if k == n:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _last_to_see(at: int, order: np.ndarray, fitting: np.ndarray, n_fit: int, last_first: int, now: float,
+                 real: np.ndarray, ints: np.ndarray, grain: int, free: np.ndarray, first_booking: np.ndarray,
+                 room: np.ndarray) -> tuple[int, int]:
+    """After a booking at position `at`: the fitting jobs past it that can still start (`fitting`
+    trimmed from the end while its last surely cannot: `_surely_stuck`), and the last position the
+    pass must still reach (see `_seen`)."""
+    while n_fit > 0 and fitting[n_fit - 1] > at:
+        j = order[fitting[n_fit - 1]]
+        release = _release(now + real[TOLD, j], now, grain)
+        if not _surely_stuck(free, first_booking, room, ints[CPU, j], ints[MEM, j], ints[NODES, j], release):
+            break
+        n_fit -= 1
+    return n_fit, max(last_first, fitting[n_fit - 1] if n_fit else -1)
+
+
 @njit(cache=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
-          rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], starve_s: float,
+          rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
           free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray,
           assigned: np.ndarray, running: np.ndarray, run_at: np.ndarray, counts: np.ndarray,
           backfilled: np.ndarray, started: np.ndarray, ends: list[tuple[float, int]],
@@ -452,6 +558,10 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     left = np.empty(limit, dtype=np.int64)
     n_left = 0
     order = pending[:limit]
+    fitting, last_first = _seen(order, now, real, ints, mem_cap, may, free, cnt_ge)
+    n_fit = len(fitting)
+    if not keep_promises:  # nothing after the last job whose turn can be seen changes the answer
+        order = order[: max(last_first, fitting[-1] if n_fit else -1) + 1]
     holds_promises = False  # (then room given back may undo what the shortcuts assume)
     if keep_promises:
         times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off, assigned,
@@ -460,7 +570,8 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
         times, cum, width, holds_promises = _hold_promises(now, order, real, ints, node_off, promised, held,
                                                            times, cum, width, first_booking, grain)
     for rnd in range(2):
-        for j in order:
+        for at in range(len(order)):
+            j = order[at]
             if rnd == 0 and bf_sjf and (n_left > 0 or n_reserved >= depth):
                 left[n_left] = j
                 n_left += 1
@@ -512,7 +623,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     waiting[n_waiting] = j + 1
                     n_waiting += 1
                 continue
-            if n_reserved < depth and now - real[SUBMIT, j] > starve_s:  # (firstfit: only the starving)
+            if n_reserved < depth and _may_reserve(may, now, real[SUBMIT, j]):
                 if not built:
                     times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off,
                                                assigned, ints[CPU], ints[MEM], times, cum, stale)
@@ -538,6 +649,11 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     real[PROMISE, j] = t  # what the resource manager sends back next time
                     for i in range(n):
                         promised[node_off[j] + i] = chosen[i]
+                    if rnd == 0 and not keep_promises:
+                        n_fit, last = _last_to_see(at, order, fitting, n_fit, last_first, now, real, ints,
+                                                   grain, free, first_booking, room)
+                        if last <= at:
+                            break
             if stop_at_block:  # fcfs: the queue stops at its first job that cannot start
                 break
         if n_left == 0:
@@ -640,15 +756,15 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
         real[row] = values
     ints = np.array([[j.nodes, j.cpu, j.mem_mib, users[j.user]] for j in jobs], dtype=np.int64)
     ints = ints.reshape(-1, 4).T
-    order = params.order if isinstance(params, PriorityParams) else "fcfs"
+    order = params.order if isinstance(params, PriorityParams) and params.order in STANDING_ORDERS else "fcfs"
     rules = (params.time_grain_s, params.reservation_depth, params.queue_depth, STANDING_ORDERS.index(order),
              int(policy == "fcfs"), int(getattr(params, "backfill_order", "") == "sjf"), int(settled_on),
              int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"),
              int(policy == "firstfit"))
-    starve_s = params.starvation_s if isinstance(params, FirstfitParams) else -INF
+    may = _reserve_rule(params)
     backfilled, started, node_off, assigned, decisions = _replay(
         real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules,
-        float(starve_s))
+        may)
     return Schedule(real[START], real[END], backfilled, real[RESERVED], started, node_off, assigned,
                     decisions)
 

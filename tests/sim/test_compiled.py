@@ -4,6 +4,7 @@ decisions, on a real trace slice and on random workloads; and it is used only wh
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,14 @@ COMPILED = ["easy", "fcfs", F1, SJF_SJBF,
             "easy:reservation_depth=4;time_grain_s=300", "fcfs:reservation_depth=2;time_grain_s=1",
             'priority:order=sjf;reservation_depth=1;selector="first_fit";queue_depth=3',
             'priority:order=f1;selector="first_fit"',  # (an unlimited reservation depth)
-            "conservative", "conservative:time_grain_s=1", "firstfit:starvation_s=300;time_grain_s=1"]
+            "conservative", "conservative:time_grain_s=1", "firstfit:starvation_s=300;time_grain_s=1",
+            'priority:reserve_after_wait_s=600;max_priority=3;selector="first_fit";time_grain_s=1',
+            'easy:selector="least_load"']
+# where no memory is modelled (the evaluation selector reads free memory): `priority` at its defaults
+# (the weighted order, every blocked job reserving once it starves, the evaluation selector)
+WITHOUT_MEMORY = ["priority", 'priority:age_weight=0.5;resource_evaluation=2;time_grain_s=1',
+                  'priority:reserve_after_wait_s=100;max_priority=1e9;backfill_order="sjf";reservation_depth=2',
+                  'conservative:selector="evaluation"']
 
 
 def same_replays(w: Workload, label: str, predict: bool = False) -> None:
@@ -49,7 +57,7 @@ def sdsc4() -> Workload:
 
 
 @pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
-@pytest.mark.parametrize("label", [*COMPILED[:4], "conservative", "firstfit:starvation_s=3600"])
+@pytest.mark.parametrize("label", [*COMPILED[:4], "conservative", "firstfit:starvation_s=3600", "priority"])
 def test_the_compiled_replay_keeps_the_schedules_of_a_real_trace(sdsc4: Workload, label: str,
                                                                  predict: bool) -> None:
     same_replays(sdsc4, label, predict)
@@ -62,24 +70,38 @@ def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload
     same_replays(w, label, predict)
 
 
+@settings(max_examples=100, deadline=None)
+@given(w=workloads(), label=st.sampled_from(WITHOUT_MEMORY), predict=st.booleans())
+def test_the_compiled_replay_keeps_the_weighted_order_and_evaluation_schedules(w: Workload, label: str,
+                                                                              predict: bool) -> None:
+    """The weighted order of jobs without priorities is first come, first served (its starving rule
+    moves with time), and with no memory modelled every node has the same evaluation E."""
+    machine = replace(w.machine, mem_mib_per_node=0)
+    same_replays(Workload(machine, [replace(j, mem_mib=0) for j in w.jobs]), label, predict)
+
+
 @pytest.mark.parametrize(("label", "split", "expected"), [
     ("easy", False, True),
     (F1, False, True),
     ("fcfs", False, True),
     ("easy", True, False),  # jobs may migrate between queues
-    ('priority:order="sjf"', False, False),  # the evaluation selector reads loads
+    ('priority:order="sjf"', False, False),  # the evaluation selector reads free memory
     ("priority:order=f1;reservation_depth=1", False, False),
-    ("easy:selector=\"least_load\"", False, False),
+    ("easy:selector=\"fragment\"", False, False),
     ('priority:order=f1;selector="first_fit"', False, True),  # every blocked job reserves
-    ("priority", False, False),  # the weighted order moves with time
+    ("priority", False, False),
+    ('priority:selector="first_fit"', False, True),  # the weighted order: first come, first served
+    ('priority:selector="first_fit";resource_evaluation=null', False, False),  # E read off the nodes
+    ('priority:selector="first_fit";age_weight=-1', False, False),  # older jobs fall behind
     ("conservative", False, True),  # promised slots, booked first
-    ('conservative:selector="least_load"', False, False),
+    ('conservative:selector="least_load"', False, True),  # every node's load is 0 in a replay
     ("firstfit", False, True),  # only starving jobs reserve, from now on
     ("memory_backfill", False, False),
 ], ids=str)
 def test_the_compiled_replay_is_used_only_where_it_is_proven(label: str, split: bool, expected: bool) -> None:
     name, pairs = policy_spec(label)
-    w = Workload(Machine(128, queues=(("a", 64), ("b", 64))) if split else Machine(128), [])
+    machine = Machine(128, queues=(("a", 64), ("b", 64))) if split else Machine(128, mem_mib_per_node=4096)
+    w = Workload(machine, [])
     assert compiled.applies(w, name, policy_params(name, pairs)[1]) is expected
 
 
@@ -92,3 +114,19 @@ def test_nodes_of_more_cores_than_the_loop_counts_take_the_python_replay() -> No
     assert not compiled.applies(w, "easy", EasyParams())
     starts = {r.job.id: r.start for r in replay(w, "easy", EasyParams(time_grain_s=1)).records}
     assert starts == {"1": 0.0, "2": 10.0}
+
+
+@pytest.mark.parametrize("threshold", ["max_priority=3", "reserve_after_wait_s=180"])
+def test_a_job_starving_at_the_instant_asked_reserves(threshold: str) -> None:
+    """At 180 s job 2 has waited exactly 180 s: P = 1·3 min·1 reaches P_max = 3 (or the wait reaches
+    the threshold), so it reserves both nodes from 300 s, and job 3, which would end after that, may
+    not take the free node until job 2 has run."""
+    label = 'priority:selector="first_fit";time_grain_s=1;max_priority=1e9;reserve_after_wait_s=1e9;'
+    label += threshold
+    w = Workload(Machine(2), [SimJob("1", 0.0, 300.0, 300.0, 1, 1, 1, 0),
+                              SimJob("2", 0.0, 10.0, 10.0, 2, 2, 1, 0),
+                              SimJob("3", 180.0, 1000.0, 1000.0, 1, 1, 1, 0)])
+    same_replays(w, label)
+    name, pairs = policy_spec(label)
+    starts = {r.job.id: r.start for r in replay(w, name, policy_params(name, pairs)[1]).records}
+    assert starts == {"1": 0.0, "2": 300.0, "3": 310.0}
