@@ -1,6 +1,8 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
-of alike nodes (up to `MAX_CORES` cores each), first_fit, an order in which a job's rank never moves
-(`easy`, `fcfs`, `conservative`, `firstfit`, `priority` with order fcfs, sjf or f1), at any
+of alike nodes (up to `MAX_CORES` cores each), nodes taken in node order (first_fit; least_load and
+evaluation where they rank every node alike: `_in_node_order`), an order in which a job's rank never
+moves (`easy`, `fcfs`, `conservative`, `firstfit`, `priority` with order fcfs, sjf or f1, or with
+its weighted order, first come, first served for a trace's jobs: `_weighted_is_fcfs`), at any
 reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
@@ -18,13 +20,16 @@ the decisions the pass in `app.sched.backfill` makes for these settings, step fo
 - under `conservative`, each job's last reservation (its promise) is booked for it before the pass
   where it still holds, and given back at its turn;
 - a job that cannot start takes a reservation while the depth allows (`fcfs` stops there; under
-  `firstfit` only a job waiting past `starvation_s` does, and its nodes are withheld from now on): the same
+  `firstfit` only a job waiting past `starvation_s` does, and its nodes are withheld from now on; under
+  the weighted order only a starving one, `_may_reserve`): the same
   compiled search as the pass's (`profile_kernels.earliest_slot`, then the pass's fall-backs) on
   the same availability matrices, built by the same kernel from the same releases, with every start
   and booking folded in by the same kernel;
 - the replay's own rules are kept: an instant where no pending job finds enough free nodes is not
   asked, nor one `app.sim.settled` knows the answer of (so `decisions` counts the same), and a
-  job's first reservation is recorded.
+  job's first reservation is recorded;
+- outside `conservative`, the pass stops after the last job whose turn can be seen (`_seen`,
+  `_last_to_see`): later jobs could only take reservations nobody reads.
 
 `tests/sim/test_compiled.py` holds it to `replay`, record for record, on real trace slices and on
 random workloads (hypothesis), and the reference digests run through it. `replay` uses it where

@@ -29,8 +29,9 @@ from app.sim.metrics import BSLD_BOUND_S, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.workload import Workload
 
-# The default space: orders, bounded reservation depths (an unlimited depth, or `conservative`, can
-# take minutes per decision on long queues: no sweep waits for that), backfill orders, predictions
+# The default space: orders, bounded reservation depths (on a long queue an unlimited depth, the
+# weighted order or `conservative` searches a reservation for most waiting jobs at every decision:
+# lublin_256 takes 1-2 minutes a replay that way, against seconds here), backfill orders, predictions
 # and two time grains, all on `priority`, whose plain orders reserve the first `reservation_depth`
 # blocked jobs (order=fcfs, depth 1 is EASY).
 DEFAULT_SPACE: dict[str, list[Any]] = {
