@@ -477,27 +477,27 @@ def _may_reserve(may: np.ndarray, now: float, submit: float) -> bool:
 @njit(cache=True)
 def _seen(order: np.ndarray, now: float, real: np.ndarray, ints: np.ndarray, mem_cap: int, may: np.ndarray,
           free: np.ndarray, cnt_ge: np.ndarray) -> tuple[np.ndarray, int]:
-    """The jobs of `order` whose turn in the pass can be seen: the positions of those with their
-    demand free on enough nodes now (they may start), and the last position of one that may reserve
-    and has not yet (its first reservation is recorded; -1: none). A job past all of them cannot
-    start (free room only shrinks in the pass), and a reservation it takes is neither recorded nor
-    kept (promises are kept only under `conservative`) nor seen by a job that may start: its
-    bookings and the depth it uses change nothing, and the pass may stop before it. (Under
-    `backfill_order=sjf`, once a job is left to the second round every later one is: the jobs left
-    are all before the stop.)"""
-    fitting = np.empty(len(order), dtype=np.int64)
-    n_fit, last_first = 0, -1
-    for i in range(len(order)):
+    """The jobs of `order` whose turn in the pass can be seen: the last position of one that may
+    reserve and has not yet (its first reservation is recorded; -1: none), and the positions past
+    it of those with their demand free on enough nodes now (they may start), ascending; found from
+    the end. A job past all of them cannot start (free room only shrinks in the pass), and a
+    reservation it takes is neither recorded nor kept (promises are kept only under `conservative`)
+    nor seen by a job that may start: its bookings and the depth it uses change nothing, and the
+    pass may stop before it. (Under `backfill_order=sjf`, once a job is left to the second round
+    every later one is: the jobs left are all before the stop.)"""
+    fitting = np.empty(len(order), dtype=np.int64)  # filled from its end
+    k = len(order)
+    for i in range(len(order) - 1, -1, -1):
         j = order[i]
         n, c, m = ints[NODES, j], ints[CPU, j], ints[MEM, j]
         if n > free.shape[1] or c >= len(cnt_ge) or m > mem_cap:
             continue  # it never fits
-        if _fits(free, cnt_ge, c, m, n):
-            fitting[n_fit] = i
-            n_fit += 1
         if np.isnan(real[RESERVED, j]) and _may_reserve(may, now, real[SUBMIT, j]):
-            last_first = i
-    return fitting[:n_fit], last_first
+            return fitting[k:], i  # the pass reaches it: jobs before it need no listing
+        if _fits(free, cnt_ge, c, m, n):
+            k -= 1
+            fitting[k] = i
+    return fitting[k:], -1
 
 
 @njit(cache=True)
@@ -563,10 +563,11 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     left = np.empty(limit, dtype=np.int64)
     n_left = 0
     order = pending[:limit]
-    fitting, last_first = _seen(order, now, real, ints, mem_cap, may, free, cnt_ge)
-    n_fit = len(fitting)
+    fitting, last_first = np.empty(0, dtype=np.int64), -1
     if not keep_promises:  # nothing after the last job whose turn can be seen changes the answer
-        order = order[: max(last_first, fitting[-1] if n_fit else -1) + 1]
+        fitting, last_first = _seen(order, now, real, ints, mem_cap, may, free, cnt_ge)
+        order = order[: max(last_first, fitting[-1] if len(fitting) else -1) + 1]
+    n_fit = len(fitting)
     holds_promises = False  # (then room given back may undo what the shortcuts assume)
     if keep_promises:
         times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off, assigned,
