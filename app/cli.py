@@ -61,6 +61,9 @@ Kill = Annotated[bool, typer.Option(help="kill a job that ran past its requested
                                          "to it)")]
 UnknownRun = Annotated[str, typer.Option(help="ten_seconds | drop: jobs whose run time is -1")]
 ZeroRun = Annotated[str, typer.Option(help="drop | keep: jobs whose run time is 0 s")]
+Reservations = Annotated[bool, typer.Option(help="record each job's first reservation (the reserved column); "
+                                                 "without, the schedule is the same, and firstfit and the "
+                                                 "weighted priority order replay many times faster")]
 
 
 def policy_params(name: str, pairs: list[str] | None) -> tuple[str, CommonParams]:
@@ -153,12 +156,14 @@ def _queue_nodes(text: str) -> dict[str, int]:
     return out
 
 
-def run(w: Workload, name: str, params: CommonParams, predict: bool = False) -> tuple[ReplayResult, float]:
+def run(w: Workload, name: str, params: CommonParams, predict: bool = False,
+        reservations: bool = True) -> tuple[ReplayResult, float]:
     columns = (TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(name, total=len(w.jobs))
         t0 = time.perf_counter()
-        result = replay(w, name, params, progress=lambda n: bar.advance(task, n), predict=predict)
+        result = replay(w, name, params, progress=lambda n: bar.advance(task, n), predict=predict,
+                        reservations=reservations)
         return result, time.perf_counter() - t0
 
 
@@ -203,12 +208,12 @@ def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes:
              split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
              size: Size = "allocated", kill_at_request: Kill = False,
              unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
-             json_out: JsonOut = Path("simulate.json")) -> None:
+             reservations: Reservations = True, json_out: JsonOut = Path("simulate.json")) -> None:
     """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
     name, params = policy_params(policy, param)
     reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
-    result, seconds = run(w, name, params, predict_runtimes)
+    result, seconds = run(w, name, params, predict_runtimes, reservations)
     out = report(w, {name: (result, seconds)})
     m = out["policies"][name]
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
@@ -227,7 +232,8 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
             split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
             size: Size = "allocated", kill_at_request: Kill = False,
             unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
-            plots: PlotDir = Path("plots"), json_out: JsonOut = Path("compare.json")) -> None:
+            reservations: Reservations = True, plots: PlotDir = Path("plots"),
+            json_out: JsonOut = Path("compare.json")) -> None:
     """Replay TRACE under several policies (the same --param for all); one table, JSON, and plots."""
     chosen = []
     for label in policy_labels(policies):
@@ -236,7 +242,8 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
         chosen.append((label, *policy_params(name, pairs + (param or [])), predicted or predict_runtimes))
     reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
-    results = {label: run(w, name, params, predicted) for label, name, params, predicted in chosen}
+    results = {label: run(w, name, params, predicted, reservations)
+               for label, name, params, predicted in chosen}
     out = report(w, results)
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
                         f"{w.machine.cores_per_node} cores",

@@ -4,6 +4,7 @@
     python bench/bench_replay_speed.py --cases "lublin_256.swf:0:easy,SDSC-SP2-1998-4.2-cln.swf:3000:priority"
     python bench/bench_replay_speed.py --switch shortlist   # only the replay's shortlist
     python bench/bench_replay_speed.py --cases "SDSC-SP2-1998-4.2-cln.swf@43:300:conservative"  # 5,504 nodes
+    python bench/bench_replay_speed.py --switch compiled --no-reservations --cases "lublin_256.swf:0:firstfit"
 
 Each case (trace file in the traces folder, first N jobs or 0 for all, policy label) is replayed
 `--repeat` times each way, alternating; the table gives the best CPU time of each way as jobs per
@@ -16,6 +17,8 @@ waiting changes at once: `REBUILD_FROM`); `kernels`, the profile's compiled loop
 folds answered by its numpy code: `COMPILED`); `compiled`, the replay's compiled twin
 (`app.sim.compiled`: off, `decide` makes every decision); `all`, every one. Only `compiled` and
 `all` let "on" take the compiled replay: the other switches measure the Python replay's shortcuts.
+`--no-reservations` replays both ways as a tuning sweep does, recording no first reservation (the
+same schedule; the compiled replay's deep passes may then stop after the last job that may start).
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ SWITCHES = ("all", "pass", "shortlist", "fold", "kernels", "compiled")
 
 
 def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
-            switch: str) -> tuple[float, ReplayResult]:
+            switch: str, reservations: bool = True) -> tuple[float, ReplayResult]:
     """CPU seconds of one replay, with the switched shortcuts on or off, and its result."""
     pass_on = on or switch not in ("all", "pass")
     fold_on = on or switch not in ("all", "fold")
@@ -74,7 +77,7 @@ def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
         t0 = time.process_time()
         result = replay(w, name, params, predict=predicted,
                         shortlist=on or switch not in ("all", "shortlist"),
-                        compiled=on and switch in ("all", "compiled"))
+                        compiled=on and switch in ("all", "compiled"), reservations=reservations)
         return time.process_time() - t0, result
 
 
@@ -87,7 +90,7 @@ def widened(w: Workload, k: int) -> Workload:
                    jobs=[replace(j, nodes=j.nodes * k) for j in w.jobs])
 
 
-def row(folder: Path, case: str, repeat: int, switch: str) -> dict[str, Any]:
+def row(folder: Path, case: str, repeat: int, switch: str, reservations: bool) -> dict[str, Any]:
     trace, jobs, label = case.split(":", 2)
     trace, _, wider = trace.partition("@")  # trace@k: widened k times
     t = read_swf(folder / trace, limit=int(jobs) or None)
@@ -102,7 +105,7 @@ def row(folder: Path, case: str, repeat: int, switch: str) -> dict[str, Any]:
     digests: dict[bool, str] = {}
     for _ in range(repeat):
         for on in (False, True):
-            seconds, result = one_way(w, name, params, predicted, on, switch)
+            seconds, result = one_way(w, name, params, predicted, on, switch, reservations)
             best[on] = min(best[on], seconds)
             digests[on] = digest(result)
     n = len(w.jobs)
@@ -120,12 +123,14 @@ def main(
     traces: Annotated[Path, typer.Option(help="folder of the trace files")] = DEFAULT_TRACES,
     repeat: Annotated[int, typer.Option(help="replays each way, alternating; the best counts")] = 2,
     switch: Annotated[str, typer.Option(help=f"what off turns off: {', '.join(SWITCHES)}")] = "all",
+    reservations: Annotated[bool, typer.Option(help="record first reservations (without: as a tuning "
+                                                    "sweep replays)")] = True,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     if switch not in SWITCHES:
         raise typer.BadParameter(f"one of {', '.join(SWITCHES)}", param_hint="--switch")
     compiled.warm()  # its loops loaded (or compiled) before any clock starts
-    rows = [row(traces, case, repeat, switch) for case in cases.split(",") if case]
+    rows = [row(traces, case, repeat, switch, reservations) for case in cases.split(",") if case]
     table = Table(title=f"Replay speed, shortcuts ({switch}) off -> on (jobs per CPU-second, best each way)")
     for c in rows[0] if rows else []:
         table.add_column(c, justify="left" if c in ("trace", "policy") else "right")

@@ -27,9 +27,12 @@ the decisions the pass in `app.sched.backfill` makes for these settings, step fo
   and booking folded in by the same kernel;
 - the replay's own rules are kept: an instant where no pending job finds enough free nodes is not
   asked, nor one `app.sim.settled` knows the answer of (so `decisions` counts the same), and a
-  job's first reservation is recorded;
+  job's first reservation is recorded (unless the caller reads none: `schedule`'s `reservations`);
 - outside `conservative`, the pass stops after the last job whose turn can be seen (`_seen`,
-  `_last_to_see`): later jobs could only take reservations nobody reads.
+  `_last_to_see`): later jobs could only take reservations nobody reads. Where first reservations
+  are recorded, a job making its first is seen; where they are not, only the jobs that may start
+  are, and under `firstfit` or the weighted order, whose starving jobs all reserve at every
+  decision, the pass then stops after a few of them instead of all.
 
 `tests/sim/test_compiled.py` holds it to `replay`, record for record, on real trace slices and on
 random workloads (hypothesis), and the reference digests run through it. `replay` uses it where
@@ -752,11 +755,17 @@ class Schedule:
     decisions: int
 
 
-def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, settled_on: bool) -> Schedule:
-    """Replay `w` under a policy that `applies` admits (see the module's docstring)."""
+def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, settled_on: bool,
+             reservations: bool = True) -> Schedule:
+    """Replay `w` under a policy that `applies` admits (see the module's docstring). `reservations`
+    False: no first reservation is recorded (`reserved` all NaN). The loop is told every job already
+    has one, so no job's first reservation is one the pass must still reach: outside `conservative`
+    it stops after the last job that may start (`_seen`), with the same starts."""
     jobs, m = w.jobs, w.machine
     users = {u: k for k, u in enumerate(dict.fromkeys(j.user for j in jobs))}
     real = np.full((9, len(jobs)), np.nan)
+    if not reservations:
+        real[RESERVED] = -INF  # "recorded already": nothing is written over it
     for row, values in ((SUBMIT, [j.submit for j in jobs]), (RUN, [j.run for j in jobs]),
                         (ESTIMATE, [j.estimate for j in jobs])):
         real[row] = values
@@ -771,8 +780,8 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     backfilled, started, node_off, assigned, decisions = _replay(
         real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules,
         may)
-    return Schedule(real[START], real[END], backfilled, real[RESERVED], started, node_off, assigned,
-                    decisions)
+    reserved = real[RESERVED] if reservations else np.full(len(jobs), np.nan)
+    return Schedule(real[START], real[END], backfilled, reserved, started, node_off, assigned, decisions)
 
 
 def warm() -> None:

@@ -47,7 +47,8 @@ def run_metrics(result: ReplayResult, machine: Machine) -> dict[str, float]:
     out["utilisation"] = busy / (machine.cores * (last - first)) if last > first else 0.0
     out["makespan"] = last - first
     out["backfills"] = float(sum(r.backfilled for r in recs))
-    out["reserved"] = float(sum(r.reserved_start is not None for r in recs))
+    if result.reservations:  # else none was recorded: no count rather than a false 0
+        out["reserved"] = float(sum(r.reserved_start is not None for r in recs))
     out["migrated"] = float(sum(r.migrated for r in recs))
     out["unstarted"] = float(len(result.unstarted))
     out["decisions"] = float(result.decisions)

@@ -49,6 +49,7 @@ class JobRecord:
     nodes: tuple[str, ...]
     backfilled: bool
     reserved_start: float | None  # the start its first reservation promised, if it ever had one
+    # (None too when the replay recorded no reservations: `ReplayResult.reservations`)
     queue: str = QUEUE  # the queue it ran in
     migrated: bool = False  # it ran in another queue than the one it was submitted to
 
@@ -59,6 +60,7 @@ class ReplayResult:
     unstarted: list[SimJob]
     decisions: int
     notes: list[str] = field(default_factory=list)
+    reservations: bool = True  # first reservations recorded (`JobRecord.reserved_start`)
 
 
 class Cluster:
@@ -193,8 +195,8 @@ class _Replay:
     """The state of one replay between instants: what runs, what waits, what is promised."""
 
     def __init__(self, w: Workload, policy: str, params: CommonParams | None, predict: bool,
-                 incremental: bool = True, shortlist: bool = True) -> None:
-        self.w, self.policy = w, policy
+                 incremental: bool = True, shortlist: bool = True, reservations: bool = True) -> None:
+        self.w, self.policy, self.reservations = w, policy, reservations
         if params is None and policy in POLICIES:  # the defaults made once, not at every decision
             params = POLICIES[policy][0]()
         self.params = params
@@ -270,7 +272,8 @@ class _Replay:
             pending[mig.job_id] = replace(pending[mig.job_id], queue=mig.to_queue, migrated=True,
                                           promise_start=None, promise_nodes=())
         for r in d.reservations:
-            self.promised.setdefault(r.job_id, r.start_time)
+            if self.reservations:
+                self.promised.setdefault(r.job_id, r.start_time)
             # the resource manager sends the latest promise back next time (most decisions repeat
             # the last one: the job then already carries it)
             job = pending[r.job_id]
@@ -299,7 +302,8 @@ class _Replay:
 
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False,
-           incremental: bool = True, shortlist: bool = True, compiled: bool = True) -> ReplayResult:
+           incremental: bool = True, shortlist: bool = True, compiled: bool = True,
+           reservations: bool = True) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started (by the
     compiled replay, once, at the end: it takes a second where this one takes minutes). `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
@@ -307,22 +311,28 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     `shortlist`: `decide` sees only the pending jobs that can change its answer where that is
     proven (`app.sim.shortlist`; False hands it the whole queue, for checks, and so never takes the
     compiled replay). `compiled`: where
-    `app.sim.compiled` makes the same decisions, its compiled loop replays (False: `decide` does)."""
+    `app.sim.compiled` makes the same decisions, its compiled loop replays (False: `decide` does).
+    `reservations`: record each job's first reservation (False: `reserved_start` stays None, for
+    callers that read only the schedule, such as a tuning sweep; the schedule is the same, and the
+    compiled replay of a policy whose starving jobs all reserve at every decision, `firstfit` or
+    the weighted order, then skips the reservations no start depends on)."""
     if params is None and policy in POLICIES:
         params = POLICIES[policy][0]()
     if compiled and shortlist and params is not None and fast.applies(w, policy, params):
-        result = _run_compiled(w, policy, params, predict, incremental)
+        result = _run_compiled(w, policy, params, predict, incremental, reservations)
         if progress and result.records:
             progress(len(result.records))
         return result
     with rare_collections():
-        return _run(_Replay(w, policy, params, predict, incremental, shortlist), w, progress, predict)
+        r = _Replay(w, policy, params, predict, incremental, shortlist, reservations)
+        return _run(r, w, progress, predict)
 
 
 def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool,
-                  incremental: bool) -> ReplayResult:
+                  incremental: bool, reservations: bool) -> ReplayResult:
     """`_run`'s result, from the compiled replay."""
-    s = fast.schedule(w, policy, params, predict, incremental and applies(w, policy, params, predict))
+    s = fast.schedule(w, policy, params, predict, incremental and applies(w, policy, params, predict),
+                      reservations)
     ids = Cluster(w).cols.ids  # node positions as the core orders them (by id)
     records = []
     for j in s.order.tolist():
@@ -332,7 +342,7 @@ def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool,
         records.append(JobRecord(job, float(s.start[j]), float(s.end[j]), nodes, bool(s.backfilled[j]),
                                  promised))
     unstarted = [job for job, t in zip(w.jobs, s.start.tolist(), strict=True) if math.isnan(t)]
-    return ReplayResult(records, unstarted, s.decisions, _notes(w, predict, unstarted))
+    return ReplayResult(records, unstarted, s.decisions, _notes(w, predict, unstarted), reservations)
 
 
 def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool) -> ReplayResult:
@@ -352,7 +362,7 @@ def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predic
         if progress and decision.starts:
             progress(len(decision.starts))
     unstarted = [r.by_id[jid] for jid in r.pending]
-    return ReplayResult(r.records, unstarted, r.decisions, _notes(w, predict, unstarted))
+    return ReplayResult(r.records, unstarted, r.decisions, _notes(w, predict, unstarted), r.reservations)
 
 
 def _notes(w: Workload, predict: bool, unstarted: list[SimJob]) -> list[str]:

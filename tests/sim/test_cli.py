@@ -32,6 +32,22 @@ def test_simulate_writes_the_metrics(tmp_path: Path) -> None:
     assert m["wait_mean"] == sum(starts[j] - submits[j] for j in starts) / 5
 
 
+def test_simulate_without_reservations_reports_no_reserved_count(tmp_path: Path) -> None:
+    """--no-reservations keeps the metrics of the schedule and leaves the reserved count out, rather
+    than a count of 0 that was never taken."""
+    trace = write(tmp_path, "hand.swf", HAND)
+    got = {}
+    for flag in ("--reservations", "--no-reservations"):
+        out = tmp_path / f"{flag}.json"
+        r = runner.invoke(cli, ["simulate", str(trace), "--nodes", "4", "--json", str(out), flag])
+        assert r.exit_code == 0, r.output
+        got[flag] = json.loads(out.read_text())["policies"]["easy"]["metrics"]
+    with_count = got["--reservations"]
+    assert with_count.pop("reserved") >= 1  # job 2 waits behind job 1 under a reservation
+    assert with_count.keys() == got["--no-reservations"].keys()
+    assert all(got["--no-reservations"][k] == v for k, v in with_count.items() if k != "jobs_per_s")
+
+
 def test_compare_writes_a_table_json_and_plots(tmp_path: Path) -> None:
     trace = write(tmp_path, "hand.swf", HAND)
     r = runner.invoke(cli, ["compare", str(trace), "--policies", "fcfs,easy,conservative", "--nodes", "4",

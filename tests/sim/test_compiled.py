@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from app.cli import policy_params, policy_spec
 from app.sched.params import EasyParams
 from app.sim import compiled
+from app.sim.metrics import run_metrics
 from app.sim.replay import replay
 from app.sim.swf import read_swf
 from app.sim.workload import Machine, SimJob, Workload, default_machine, workload
@@ -130,3 +131,34 @@ def test_a_job_starving_at_the_instant_asked_reserves(threshold: str) -> None:
     name, pairs = policy_spec(label)
     starts = {r.job.id: r.start for r in replay(w, name, policy_params(name, pairs)[1]).records}
     assert starts == {"1": 0.0, "2": 300.0, "3": 310.0}
+
+
+def without_reservations(w: Workload, label: str, predict: bool) -> None:
+    """The replay told that nobody reads first reservations (a tuning sweep) keeps the schedule:
+    compiled, where its deep passes may then stop after the last job that may start, and in Python,
+    which only leaves them out; each against the Python replay that records them."""
+    name, pairs = policy_spec(label)
+    params = policy_params(name, pairs)[1]
+    recorded = replay(w, name, params, predict=predict, compiled=False)
+    expected = [replace(r, reserved_start=None) for r in recorded.records]
+    for on in (True, False):
+        got = replay(w, name, params, predict=predict, compiled=on, reservations=False)
+        assert got.records == expected
+        assert (got.unstarted, got.decisions, got.notes) == (recorded.unstarted, recorded.decisions,
+                                                             recorded.notes)
+        assert not got.reservations and "reserved" not in run_metrics(got, w.machine)
+
+
+@pytest.mark.parametrize("label", ["firstfit:starvation_s=3600", "priority", "conservative", "easy",
+                                   'priority:order=f1;selector="first_fit"'])
+def test_a_real_trace_replayed_without_reservations_keeps_its_schedule(sdsc4: Workload, label: str) -> None:
+    without_reservations(sdsc4, label, False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(w=workloads(), label=st.sampled_from(COMPILED + WITHOUT_MEMORY), predict=st.booleans())
+def test_random_workloads_replayed_without_reservations_keep_their_schedules(w: Workload, label: str,
+                                                                             predict: bool) -> None:
+    if label in WITHOUT_MEMORY:  # (the evaluation selector ranks nodes alike only without memory)
+        w = Workload(replace(w.machine, mem_mib_per_node=0), [replace(j, mem_mib=0) for j in w.jobs])
+    without_reservations(w, label, predict)
