@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 INF = math.inf
+DISTINCT_BOUNDS = 64  # `_by_bound` counts up to this many distinct bounds, else it sorts
 
 
 def _cache_where_writable() -> None:
@@ -139,12 +140,14 @@ def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_tim
     most searches end at the first, so none is sorted); (NaN, no nodes) when none holds. `exact`:
     `node_times` are each node's earliest start for this job (`earliest_starts`), so a node whose
     start is the candidate holds the job over its window and is not checked again."""
-    t = nth_smallest(node_times, n)
+    scratch, ok = np.empty(len(node_times)), np.empty(len(node_times), dtype=np.bool_)
+    t = _nth(node_times, n, scratch)
     for _ in range(tries):
         if t == INF:
             break
         chosen = _held_at(times, cum, nodes, node_times, d, per_node, check, n, t,
-                          np.ceil((t + walltime) / grain) * grain, width, first_booking, any_booking, exact)
+                          np.ceil((t + walltime) / grain) * grain, width, first_booking, any_booking, exact,
+                          ok, scratch)
         if len(chosen):
             return t, chosen
         t = _next_above(node_times, t)
@@ -154,18 +157,20 @@ def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_tim
 @njit(cache=True)
 def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
              d: np.ndarray, per_node: bool, check: np.ndarray, n: int, t: float, end: float, width: int,
-             first_booking: np.ndarray, any_booking: bool, exact: bool) -> np.ndarray:
+             first_booking: np.ndarray, any_booking: bool, exact: bool, ok: np.ndarray,
+             scratch: np.ndarray) -> np.ndarray:
     """`Profile._held_at`: n of `nodes` that hold d over [t, end), free last first, sorted; none if
-    fewer do (`exact`: see `common_start`)."""
+    fewer do (`exact`: see `common_start`). `ok`, `scratch`: room for one value per node."""
     mem, gpu = check[1], check[2]
-    ok = node_times <= t
-    if any_booking:
-        for i in range(len(nodes)):
-            if ok[i] and first_booking[nodes[i]] < end and not (exact and node_times[i] == t):
-                ok[i] = holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
-    if np.count_nonzero(ok) < n:
+    count = 0
+    for i in range(len(nodes)):
+        ok[i] = node_times[i] <= t
+        if ok[i] and any_booking and first_booking[nodes[i]] < end and not (exact and node_times[i] == t):
+            ok[i] = holds(times, cum, nodes[i], _need(d, i if per_node else 0), mem, gpu, t, end, width)
+        count += ok[i]
+    if count < n:
         return nodes[:0]
-    return _latest(nodes, node_times, ok, n)
+    return _latest(nodes, node_times, ok, n, scratch)
 
 
 @njit(cache=True)
@@ -208,12 +213,20 @@ def earliest_slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.n
 
 
 @njit(cache=True)
-def _latest(nodes: np.ndarray, values: np.ndarray, ok: np.ndarray, n: int) -> np.ndarray:
+def _latest(nodes: np.ndarray, values: np.ndarray, ok: np.ndarray, n: int, scratch: np.ndarray) -> np.ndarray:
     """Sorted, the n of `nodes` where `ok` with the largest `values`, ties at the cut taken in
     position order (the first n of a stable sort by decreasing value, as a set): the cut found by
-    selection, then one pass in position order (no sort, unless `nodes` is not ascending)."""
-    cut = -np.partition(-values[ok], n - 1)[n - 1]  # the n-th largest value
-    at_cut = n - np.count_nonzero(ok & (values > cut))
+    selection (in `scratch`), then one pass in position order (no sort, unless `nodes` is not
+    ascending)."""
+    count, above = 0, 0
+    for i in range(len(nodes)):
+        if ok[i]:
+            scratch[count] = -values[i]
+            count += 1
+    cut = -_select(scratch, count, n - 1)  # the n-th largest value
+    for i in range(len(nodes)):
+        above += ok[i] and values[i] > cut
+    at_cut = n - above
     out = np.empty(n, dtype=nodes.dtype)
     k = 0
     for i in range(len(nodes)):
@@ -287,10 +300,78 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
 @njit(cache=True)
 def nth_smallest(times: np.ndarray, n: int) -> float:
     """`timeline.nth_smallest`."""
+    return _nth(times, n, np.empty(len(times)))
+
+
+@njit(cache=True)
+def _nth(values: np.ndarray, n: int, scratch: np.ndarray) -> float:
+    """`nth_smallest`, selecting in `scratch` (room for every value): the n-th smallest finite
+    value, INF if there are fewer (for n = 1, the least value)."""
     if n == 1:
-        return times.min() if len(times) else INF
-    finite = times[np.isfinite(times)]
-    return np.partition(finite, n - 1)[n - 1] if len(finite) >= n else INF
+        least = INF
+        for v in values:
+            least = min(least, v)
+        return least
+    count = 0
+    for v in values:
+        if np.isfinite(v):
+            scratch[count] = v
+            count += 1
+    return _select(scratch, count, n - 1) if count >= n else INF
+
+
+@njit(cache=True)
+def _select(buf: np.ndarray, count: int, k: int) -> float:
+    """The k-th smallest (from 0) of buf[:count], which it reorders: Hoare's selection (no NaN)."""
+    lo, hi = 0, count - 1
+    while lo < hi:
+        pivot = buf[(lo + hi) // 2]
+        i, j = lo, hi
+        while i <= j:  # after it: buf[lo..j] <= pivot <= buf[i..hi], and between them all equal pivot
+            while buf[i] < pivot:
+                i += 1
+            while buf[j] > pivot:
+                j -= 1
+            if i <= j:
+                buf[i], buf[j] = buf[j], buf[i]
+                i += 1
+                j -= 1
+        if k <= j:
+            hi = j
+        elif k >= i:
+            lo = i
+        else:
+            break
+    return buf[k]
+
+
+@njit(cache=True)
+def _by_bound(doubt: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """`doubt` stably sorted by `bound`: a counting sort over its distinct bounds, few in a profile
+    (each is one of a node's instants); past `DISTINCT_BOUNDS` of them, a stable argsort."""
+    values = np.empty(DISTINCT_BOUNDS)
+    rank = np.empty(len(doubt), dtype=np.int64)
+    n_values = 0
+    for i in range(len(doubt)):
+        v = bound[doubt[i]]
+        at = np.searchsorted(values[:n_values], v)
+        if at == n_values or values[at] != v:
+            if n_values == DISTINCT_BOUNDS:
+                return doubt[np.argsort(bound[doubt], kind="mergesort")]
+            values[at + 1 : n_values + 1] = values[at:n_values].copy()
+            values[at] = v
+            n_values += 1
+    starts = np.zeros(n_values + 1, dtype=np.int64)
+    for i in range(len(doubt)):
+        rank[i] = np.searchsorted(values[:n_values], bound[doubt[i]])
+        starts[rank[i] + 1] += 1
+    for r in range(n_values):
+        starts[r + 1] += starts[r]
+    out = np.empty_like(doubt)
+    for i in range(len(doubt)):
+        out[starts[rank[i]]] = doubt[i]
+        starts[rank[i]] += 1
+    return out
 
 
 @njit(cache=True)
@@ -301,31 +382,42 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     chunks, so the same nodes end up exact. (`per_node` is passed on as it came: the loops compiled
     for a constant False here ran ten times slower.)"""
     bound = first_cover(times, cum, nodes, d, per_node, check, min(head, width), width)
-    partial = bound < 0
-    if not any_booking and not partial.any():
+    m = len(nodes)  # a node whose bound is negative was not searched past the head: -bound is a lower bound
+    partial = np.empty(m, dtype=np.int64)
+    n_partial = 0
+    for i in range(m):
+        if bound[i] < 0:
+            partial[n_partial] = i
+            n_partial += 1
+    if not any_booking and n_partial == 0:
         return bound
-    booked_from = first_booking[nodes]
-    ends = np.ceil((bound + walltime) / grain) * grain
-    clear = (booked_from >= ends) & ~partial
-    out = np.where(clear, bound, INF)
-    nth = nth_smallest(out, n)
-    more = np.flatnonzero(partial & (bound > -nth))
+    out, clear, scratch = np.empty(m), np.zeros(m, dtype=np.bool_), np.empty(m)
+    for i in range(m):
+        if bound[i] >= 0:  # exact where no booking starts before the job would end
+            clear[i] = first_booking[nodes[i]] >= np.ceil((bound[i] + walltime) / grain) * grain
+        out[i] = bound[i] if clear[i] else INF
+    nth = _nth(out, n, scratch)
+    more = partial[:n_partial][bound[partial[:n_partial]] > -nth]
     if len(more):
         exact = first_cover(times, cum, nodes[more], d, per_node, check, width, width)
         for j in range(len(more)):
             i = more[j]
             bound[i] = exact[j]
-            clear[i] = booked_from[i] >= np.ceil((exact[j] + walltime) / grain) * grain
+            clear[i] = first_booking[nodes[i]] >= np.ceil((exact[j] + walltime) / grain) * grain
             out[i] = exact[j] if clear[i] else INF
-            partial[i] = False
-        nth = nth_smallest(out, n)
-    doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
-    order = doubt[np.argsort(bound[doubt], kind="mergesort")]  # stable
+        nth = _nth(out, n, scratch)
+    doubt = np.empty(m, dtype=np.int64)
+    n_doubt = 0
+    for i in range(m):
+        if not clear[i] and 0 <= bound[i] < nth:
+            doubt[n_doubt] = i
+            n_doubt += 1
+    order = _by_bound(doubt[:n_doubt], bound)
     i, chunk = 0, max(32, 2 * n)
     while i < len(order) and bound[order[i]] < nth:
         part = order[i : i + chunk]
         out[part] = earliest(times, cum, nodes[part], d, per_node, check, walltime, grain, width)
-        nth = nth_smallest(out, n)
+        nth = _nth(out, n, scratch)
         i, chunk = i + chunk, 2 * chunk
     return out
 
