@@ -42,9 +42,12 @@ random workloads (hypothesis), and the reference digests run through it. `replay
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 from numba import njit
 
@@ -284,12 +287,23 @@ NODES, CPU, MEM, USER = range(4)  # `ints`
 FCFS, SJF, F1 = range(3)  # the orders
 
 
+# progress callbacks of the replays under way, by the token their loop carries (`_tell`)
+_LISTENERS: dict[int, Callable[[int], None]] = {}
+_TOKENS = itertools.count(1)
+
+
+def _tell(token: int, n: int) -> None:
+    """Called from the compiled loop (in object mode): n more jobs of replay `token` started."""
+    _LISTENERS[token](n)
+
+
 @njit(cache=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
-            rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+            rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
+            token: int, every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
+    Each time `every` more jobs have started (0: never), `_tell(token, how many)`.
 
     It keeps: `free` (2, N), cores and MiB free now per node; `cnt_ge[v]`, the nodes with at least
     v cores free; `expect[j]`, a running job's expected end; `assigned[node_off[j]:node_off[j + 1]]`,
@@ -328,7 +342,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     overdue = [(0.0, 0)]  # (told end, job) of the jobs that run past it
     ends.pop()
     overdue.pop()
-    nxt, decisions, settled, n_pend, n_fresh = 0, 0, False, 0, 0
+    nxt, decisions, settled, n_pend, n_fresh, reported = 0, 0, False, 0, 0, 0
     while nxt < jobs or len(ends):
         now = min(real[SUBMIT, nxt] if nxt < jobs else INF, ends[0][0] if len(ends) else INF)
         while len(ends) and ends[0][0] <= now:
@@ -370,6 +384,11 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
                                   overdue, times, cum, stale, first_booking, room, out, promised, held)
         if counts[0] > before:
             n_pend = _drop_started(pending, n_pend, real)
+            if every and counts[0] - reported >= every:
+                more = counts[0] - reported
+                with numba.objmode():
+                    _tell(token, more)
+                reported = counts[0]
     return backfilled, started[: counts[0]], node_off, assigned, decisions
 
 
@@ -756,11 +775,12 @@ class Schedule:
 
 
 def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, settled_on: bool,
-             reservations: bool = True) -> Schedule:
+             reservations: bool = True, progress: Callable[[int], None] | None = None) -> Schedule:
     """Replay `w` under a policy that `applies` admits (see the module's docstring). `reservations`
     False: no first reservation is recorded (`reserved` all NaN). The loop is told every job already
     has one, so no job's first reservation is one the pass must still reach: outside `conservative`
-    it stops after the last job that may start (`_seen`), with the same starts."""
+    it stops after the last job that may start (`_seen`), with the same starts. `progress(n)` is
+    told as the replay goes (every hundredth of the jobs started, and the rest at the end)."""
     jobs, m = w.jobs, w.machine
     users = {u: k for k, u in enumerate(dict.fromkeys(j.user for j in jobs))}
     real = np.full((9, len(jobs)), np.nan)
@@ -777,9 +797,22 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
              int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"),
              int(policy == "firstfit"))
     may = _reserve_rule(params)
-    backfilled, started, node_off, assigned, decisions = _replay(
-        real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node), rules,
-        may)
+    token, heard = next(_TOKENS), [0]
+
+    def listen(n: int) -> None:
+        heard[0] += n
+        if progress:
+            progress(n)
+
+    _LISTENERS[token] = listen
+    try:
+        backfilled, started, node_off, assigned, decisions = _replay(
+            real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node),
+            rules, may, token, max(1, len(jobs) // 100) if progress else 0)
+    finally:
+        del _LISTENERS[token]
+    if progress and len(started) > heard[0]:
+        progress(len(started) - heard[0])
     reserved = real[RESERVED] if reservations else np.full(len(jobs), np.nan)
     return Schedule(real[START], real[END], backfilled, reserved, started, node_off, assigned, decisions)
 

@@ -305,7 +305,7 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
            incremental: bool = True, shortlist: bool = True, compiled: bool = True,
            reservations: bool = True) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started (by the
-    compiled replay, once, at the end: it takes a second where this one takes minutes). `predict`:
+    compiled replay, each time a hundredth of the jobs more have). `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
     instants whose answer is known are not asked (`app.sim.settled`; False asks them, for checks).
     `shortlist`: `decide` sees only the pending jobs that can change its answer where that is
@@ -319,20 +319,17 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     if params is None and policy in POLICIES:
         params = POLICIES[policy][0]()
     if compiled and shortlist and params is not None and fast.applies(w, policy, params):
-        result = _run_compiled(w, policy, params, predict, incremental, reservations)
-        if progress and result.records:
-            progress(len(result.records))
-        return result
+        return _run_compiled(w, policy, params, predict, incremental, reservations, progress)
     with rare_collections():
         r = _Replay(w, policy, params, predict, incremental, shortlist, reservations)
         return _run(r, w, progress, predict)
 
 
-def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool,
-                  incremental: bool, reservations: bool) -> ReplayResult:
+def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool, incremental: bool,
+                  reservations: bool, progress: Callable[[int], None] | None) -> ReplayResult:
     """`_run`'s result, from the compiled replay."""
     s = fast.schedule(w, policy, params, predict, incremental and applies(w, policy, params, predict),
-                      reservations)
+                      reservations, progress)
     ids = Cluster(w).cols.ids  # node positions as the core orders them (by id)
     records = []
     for j in s.order.tolist():

@@ -162,3 +162,14 @@ def test_random_workloads_replayed_without_reservations_keep_their_schedules(w: 
     if label in WITHOUT_MEMORY:  # (the evaluation selector ranks nodes alike only without memory)
         w = Workload(replace(w.machine, mem_mib_per_node=0), [replace(j, mem_mib=0) for j in w.jobs])
     without_reservations(w, label, predict)
+
+
+@pytest.mark.parametrize("compiled_on", [True, False], ids=["compiled", "python"])
+def test_progress_is_told_as_the_jobs_start(sdsc4: Workload, compiled_on: bool) -> None:
+    """A long replay tells its progress as it goes (the command line's bar moves), not only at its
+    end: the counts told add up to the jobs started, in many steps, each at most what had started."""
+    told: list[int] = []
+    result = replay(sdsc4, "conservative", policy_params("conservative", None)[1], progress=told.append,
+                    compiled=compiled_on)
+    assert sum(told) == len(result.records)
+    assert len(told) >= 50 and all(n > 0 for n in told)
