@@ -29,9 +29,10 @@ from app.sim.metrics import BSLD_BOUND_S, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.workload import Workload
 
-# The default space: orders, bounded reservation depths (on a long queue an unlimited depth, the
-# weighted order or `conservative` searches a reservation for most waiting jobs at every decision:
-# lublin_256 takes 1-2 minutes a replay that way, against seconds here), backfill orders, predictions
+# The default space: orders, bounded reservation depths (on a long queue the weighted order or
+# `conservative` searches a reservation for most waiting jobs at every decision: lublin_256 takes one
+# to three minutes a replay that way, against a second here; a standing order at an unlimited depth
+# replays fast, its pass stopping at the last job that may start), backfill orders, predictions
 # and two time grains, all on `priority`, whose plain orders reserve the first `reservation_depth`
 # blocked jobs (order=fcfs, depth 1 is EASY).
 DEFAULT_SPACE: dict[str, list[Any]] = {
