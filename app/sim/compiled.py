@@ -58,6 +58,10 @@ from app.sched.timeline import HEAD_COLUMNS
 from app.sim.workload import Machine, SimJob, Workload
 
 INF = math.inf
+# False and 0 as the kernels are compiled for them (a plain bool, an int64), not as literals: numba
+# compiles a kernel apart for a literal argument, a copy the service never warms, and the copies
+# for a literal False ran the searches 1.7x slower (5,504 nodes)
+NO, NONE = np.bool_(False), np.int64(0)
 STANDING_ORDERS = ("fcfs", "sjf", "f1")  # priority orders whose ranks never move (see shortlist)
 # the loop counts the nodes with at least v cores free for every v up to a node's cores (`cnt_ge`),
 # and a start or an end updates the counts core by core: past this many cores a node, the Python
@@ -241,7 +245,7 @@ def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: 
                 continue
             if not ready:
                 return -1
-            if not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, now, release, width):
+            if not kernels.holds(times, cum, x, (c, m, NONE), m > 0, NO, now, release, width):
                 continue
         out[k] = x
         k += 1
@@ -268,8 +272,7 @@ def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check
     """`BackfillPass._earliest_nodes` for a job that may use every node: when and where it starts
     earliest; (NaN, none) if nowhere."""
     nodes = np.arange(times.shape[1])
-    per_node = d.shape[1] > 1  # False, but not as a constant: the kernels compiled for a literal
-    # False ran the searches 1.7x slower (5,504 nodes), as `earliest_starts` says of its own calls
+    per_node = NO  # (d holds one column)
     node_times, t, chosen = kernels.earliest_slot(times, cum, nodes, d, per_node, check, n, walltime, grain,
                                                   width, head, first_booking, any_booking, tries)
     if np.isnan(t):
@@ -277,7 +280,7 @@ def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check
     if np.isnan(t) and n > 1:  # nodes the search skipped may still complete a common start
         node_times = kernels.earliest(times, cum, nodes, d, per_node, check, walltime, grain, width)
         t, chosen = kernels.common_start(times, cum, nodes, node_times, d, per_node, check, n, walltime,
-                                         grain, width, first_booking, any_booking, tries, False)
+                                         grain, width, first_booking, any_booking, tries, NO)
         if np.isnan(t):
             t, chosen = _when_quiet(times, node_times, n, grain)
     return t, chosen
@@ -723,7 +726,7 @@ def _book(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, t0:
     width after. The buffers must have room for two more instants (`_room`)."""
     d = np.zeros((3, 1), dtype=np.int64)
     d[0, 0], d[1, 0] = c, m
-    return kernels.fold(times, cum, nodes, t0, t1, d, False, now, width)
+    return kernels.fold(times, cum, nodes, t0, t1, d, NO, now, width)
 
 
 @njit(cache=True)
@@ -755,7 +758,7 @@ def _hold_promises(now: float, order: np.ndarray, real: np.ndarray, ints: np.nda
 def _all_hold(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, c: int, m: int, t: float,
               end: float) -> bool:
     for x in nodes:
-        if not kernels.holds(times, cum, x, (c, m, 0), m > 0, False, t, end, width):
+        if not kernels.holds(times, cum, x, (c, m, NONE), m > 0, NO, t, end, width):
             return False
     return True
 
