@@ -62,8 +62,8 @@ Kill = Annotated[bool, typer.Option(help="kill a job that ran past its requested
 UnknownRun = Annotated[str, typer.Option(help="ten_seconds | drop: jobs whose run time is -1")]
 ZeroRun = Annotated[str, typer.Option(help="drop | keep: jobs whose run time is 0 s")]
 Reservations = Annotated[bool, typer.Option(help="record each job's first reservation (the reserved column); "
-                                                 "without, the schedule is the same, and firstfit and the "
-                                                 "weighted priority order replay many times faster")]
+                                                 "without, the schedule is the same, and firstfit replays "
+                                                 "many times faster")]
 
 
 def policy_params(name: str, pairs: list[str] | None) -> tuple[str, CommonParams]:
