@@ -17,8 +17,10 @@ waiting changes at once: `REBUILD_FROM`); `kernels`, the profile's compiled loop
 folds answered by its numpy code: `COMPILED`); `compiled`, the replay's compiled twin
 (`app.sim.compiled`: off, `decide` makes every decision); `all`, every one. Only `compiled` and
 `all` let "on" take the compiled replay: the other switches measure the Python replay's shortcuts.
-`--no-reservations` replays both ways as a tuning sweep does, recording no first reservation (the
-same schedule; the compiled replay's deep passes may then stop after the last job that may start).
+`--only-on` times the "on" way alone (its CPU seconds and schedule digest: whole logs, where the
+Python replay would take hours). `--no-reservations` replays both ways as a tuning sweep does,
+recording no first reservation (the same schedule; the compiled replay's deep passes may then stop
+after the last job that may start).
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ def widened(w: Workload, k: int) -> Workload:
                    jobs=[replace(j, nodes=j.nodes * k) for j in w.jobs])
 
 
-def row(folder: Path, case: str, repeat: int, switch: str, reservations: bool) -> dict[str, Any]:
+def row(folder: Path, case: str, repeat: int, switch: str, reservations: bool,
+        only_on: bool = False) -> dict[str, Any]:
     trace, jobs, label = case.split(":", 2)
     trace, _, wider = trace.partition("@")  # trace@k: widened k times
     t = read_swf(folder / trace, limit=int(jobs) or None)
@@ -104,16 +107,25 @@ def row(folder: Path, case: str, repeat: int, switch: str, reservations: bool) -
     best = {False: float("inf"), True: float("inf")}
     digests: dict[bool, str] = {}
     for _ in range(repeat):
-        for on in (False, True):
+        for on in (True,) if only_on else (False, True):
             seconds, result = one_way(w, name, params, predicted, on, switch, reservations)
             best[on] = min(best[on], seconds)
             digests[on] = digest(result)
     n = len(w.jobs)
-    console.print(f"  {trace} {n} {label}: {n / best[False]:.0f} -> {n / best[True]:.0f} jobs/s")
+    off = None if only_on else n / best[False]
+    console.print(f"  {trace} {n} {label}: {off or 0:.0f} -> {n / best[True]:.0f} jobs/s")
     return {"trace": trace, "jobs": n, "nodes": w.machine.nodes, "policy": label,
-            "decisions": result.decisions, "off_jobs_per_s": n / best[False],
-            "on_jobs_per_s": n / best[True], "ratio": best[False] / best[True],
-            "same_schedule": digests[False] == digests[True]}
+            "decisions": result.decisions, "off_jobs_per_s": off, "on_jobs_per_s": n / best[True],
+            "on_cpu_s": best[True], "ratio": None if only_on else best[False] / best[True],
+            "same_schedule": None if only_on else digests[False] == digests[True], "digest": digests[True]}
+
+
+def _cell(column: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    if column in ("ratio", "on_cpu_s"):
+        return f"{value:,.3f}" if column == "on_cpu_s" else f"{value:,.2f}"
+    return f"{value:,.0f}" if isinstance(value, float) else str(value)
 
 
 @cli.command()
@@ -125,18 +137,19 @@ def main(
     switch: Annotated[str, typer.Option(help=f"what off turns off: {', '.join(SWITCHES)}")] = "all",
     reservations: Annotated[bool, typer.Option(help="record first reservations (without: as a tuning "
                                                     "sweep replays)")] = True,
+    only_on: Annotated[bool, typer.Option(help="time the \"on\" way alone (whole logs, where the Python "
+                                               "replay would take hours)")] = False,
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     if switch not in SWITCHES:
         raise typer.BadParameter(f"one of {', '.join(SWITCHES)}", param_hint="--switch")
     compiled.warm()  # its loops loaded (or compiled) before any clock starts
-    rows = [row(traces, case, repeat, switch, reservations) for case in cases.split(",") if case]
+    rows = [row(traces, case, repeat, switch, reservations, only_on) for case in cases.split(",") if case]
     table = Table(title=f"Replay speed, shortcuts ({switch}) off -> on (jobs per CPU-second, best each way)")
     for c in rows[0] if rows else []:
         table.add_column(c, justify="left" if c in ("trace", "policy") else "right")
     for r in rows:
-        table.add_row(*[f"{v:,.2f}" if c == "ratio" else f"{v:,.0f}" if isinstance(v, float) else str(v)
-                        for c, v in r.items()])
+        table.add_row(*[_cell(c, v) for c, v in r.items()])
     finish(console, [table], rows, json_out)
 
 
