@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote
 
 from app.clusters import check_pending, checked
 from app.convert import (
@@ -178,7 +179,7 @@ def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: in
     plan_id = uuid.uuid4().hex
     resp.plan_id, resp.expires_in_s = plan_id, ttl_s
     try:
-        store.save(f"{tenant}:{plan_id}", resp.model_dump_json().encode(), ttl_s)
+        store.save(_key(tenant, plan_id), resp.model_dump_json().encode(), ttl_s)
     except StoreUnavailableError as exc:
         resp.plan_id, resp.expires_in_s = None, None
         resp.warnings.append(f"the plan was not kept, GET cannot return it: {exc}")
@@ -187,7 +188,7 @@ def plan_dag(req: DagPlanRequest, store: PlanStore, limits: DagLimits, ttl_s: in
 
 def get_plan(store: PlanStore, plan_id: str, tenant: str = "public") -> DagPlanResponse:
     """A plan kept for this tenant; another tenant's plan is as unknown as a plan never made."""
-    body = store.load(f"{tenant}:{plan_id}")
+    body = store.load(_key(tenant, plan_id))
     if body is None:
         raise NotFoundError(f"no plan {plan_id!r}: it never existed or it expired")
     return DagPlanResponse.model_validate_json(body)
@@ -205,8 +206,11 @@ def simulate(req: SimulateRequest, max_jobs: int, parse_ms: float = 0.0) -> Simu
     return result_to_wire(w, result, timing)
 
 
-def _key(tenant: str, cluster_id: str) -> str:
-    return f"{tenant}:{cluster_id}"
+def _key(tenant: str, name: str) -> str:
+    """The store key of a tenant's cluster or plan. Both parts are percent-encoded, so neither can
+    hold the separator: `a:b` + `c` and `a` + `b:c` are different keys, whatever reached this far
+    (the API refuses such names already; this keeps the rule where the key is made)."""
+    return f"{quote(tenant, safe='')}:{quote(name, safe='')}"
 
 
 def put_cluster(cache: ClusterCache, tenant: str, cluster_id: str, state: ClusterPut) -> ClusterOut:

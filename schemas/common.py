@@ -34,6 +34,14 @@ MemMib = Annotated[int, Field(ge=0, le=MAX_MEM_MIB, description="memory, MiB")]
 Gpu = Annotated[int, Field(ge=0, le=MAX_GPU, description="gpus")]
 
 
+# Names that reach the store's keys (tenants, cluster ids, plan ids): letters, digits, `.`, `_`, `-`,
+# starting with a letter or digit. No separator (`:`), no glob character, no `%`: one tenant's key can
+# never spell another tenant's, whatever either is called.
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+NAME_RULE = "1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, description=NAME_RULE)]
+
+
 class Resources(Strict):
     cpu: Cpu = 0
     mem_mib: MemMib = 0

@@ -13,6 +13,8 @@ from schemas.common import (
     MAX_GPU,
     MAX_MEM_MIB,
     MAX_NODES,
+    NAME_PATTERN,
+    NAME_RULE,
     TIME_BOUND,
     ReasonCode,
     StartKind,
@@ -88,8 +90,9 @@ class BudgetIn(Strict):
 class ScheduleRequest(Strict):
     now: Time = Field(..., description="epoch seconds")
     cluster_id: str | None = Field(
-        None, min_length=1,
-        description="a cluster cached by PUT /clusters/{id}, instead of `nodes`/`running`")
+        None, pattern=NAME_PATTERN,
+        description="a cluster cached by PUT /clusters/{id}, instead of `nodes`/`running` "
+        f"({NAME_RULE})")
     nodes: list[NodeIn] | None = Field(None, min_length=1, description="the inline snapshot's nodes")
     running: list[RunningJobIn] = Field(default_factory=list)
     windows: list[WindowIn] = Field(

@@ -3,7 +3,9 @@ metrics, docs) needs a valid key in `X-API-Key` (or `Authorization: Bearer ...`)
 tenant goes into the request state: stores keep each tenant's plans (and clusters) apart.
 
 Keys are given as `tenant=key` pairs (comma-separated); a bare key is its own tenant, named by a
-hash prefix so the key itself never shows in logs or store keys.
+hash prefix so the key itself never shows in logs or store keys. Tenant names follow the rule of every
+name that reaches a store key (schemas.common.NAME_PATTERN: no `:`), checked at start-up, so no tenant
+can address another's clusters or plans by its choice of name or id.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from schemas.common import NAME_PATTERN, NAME_RULE
 
 PUBLIC = ("/healthz", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json", "/static-offline-docs")
 NO_TENANT = "public"
@@ -28,7 +33,14 @@ def parse_keys(spec: str | None) -> dict[str, str]:
         tenant, sep, key = item.partition("=")
         if not sep:
             key, tenant = tenant, "key-" + hashlib.sha256(tenant.encode()).hexdigest()[:12]
-        keys[key.strip()] = tenant.strip()
+        key, tenant = key.strip(), tenant.strip()
+        if not re.fullmatch(NAME_PATTERN, tenant):
+            raise ValueError(f"HPCSCHED_API_KEYS: tenant {tenant!r} is not a valid name ({NAME_RULE})")
+        if not key:
+            raise ValueError(f"HPCSCHED_API_KEYS: tenant {tenant!r} has an empty key")
+        if keys.get(key, tenant) != tenant:
+            raise ValueError(f"HPCSCHED_API_KEYS: one key given to two tenants, {keys[key]!r} and {tenant!r}")
+        keys[key] = tenant
     return keys
 
 

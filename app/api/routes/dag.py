@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
@@ -14,7 +14,7 @@ from app.convert_dag import DagLimits
 from app.errors import NotFoundError
 from app.gantt import gantt_svg
 from app.settings import Settings
-from schemas.common import ErrorBody
+from schemas.common import NAME_PATTERN, NAME_RULE, ErrorBody
 from schemas.dag import DagPlanRequest, DagPlanResponse
 
 router = APIRouter()
@@ -50,12 +50,14 @@ async def plan(request: Request) -> DagPlanResponse:
               "description": "The plan, or its Gantt chart with format=svg"},
         **UNAUTHORIZED,
         404: {"model": ErrorBody, "description": "No such plan, or it expired"},
-        422: {"model": ErrorBody, "description": "`format` is neither json nor svg"},
+        422: {"model": ErrorBody, "description": "`format` is neither json nor svg, or "
+                                                 "`plan_id` is no plan id"},
         503: {"model": ErrorBody, "description": "The plan cache (Redis) cannot be reached"},
     },
     summary="A plan made earlier, as JSON or as an SVG Gantt chart",
 )
-def get_plan(request: Request, plan_id: str,
+def get_plan(request: Request,
+             plan_id: Annotated[str, Path(pattern=NAME_PATTERN, description=NAME_RULE)],
              format: Literal["json", "svg"] = Query("json", description="svg: a Gantt chart")) -> Response:
     cache = request.app.state.metrics.cache
     try:
