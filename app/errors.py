@@ -24,8 +24,51 @@ class ErrorDetail:
     type: str = "value_error"
 
 
+# The one vocabulary of error `type`s: every error body's entries carry one of these, or (for a 422
+# of the request's shape) one of pydantic's validation types such as `missing`, `extra_forbidden`,
+# `string_pattern_mismatch`. docs/errors.md and the OpenAPI file list them; a test holds the code to it.
+ERROR_CODES: dict[str, tuple[int, str]] = {
+    # the request as a whole
+    "unauthorized": (401, "no valid API key (X-API-Key or Authorization: Bearer)"),
+    "not_found": (404, "no such path, or no such plan (never made, expired, or another tenant's)"),
+    "cluster_unknown": (404, "the cache holds no such cluster (never PUT, deleted, or lost): PUT it again"),
+    "method_not_allowed": (405, "the path exists but not with this method (see `Allow`)"),
+    "version_conflict": (409, "If-Match is older than the cluster's version: nothing changed; GET and retry"),
+    "cluster_behind": (409, "If-Match is ahead of the cache: it lost acknowledged changes; PUT again"),
+    "payload_too_large": (413, "the body is over HPCSCHED_MAX_BODY_BYTES"),
+    "unsupported_media_type": (415, "the body is not declared JSON (Content-Type)"),
+    "store_unavailable": (503, "the cache store (Redis) cannot be reached; inline requests still work"),
+    "stopping": (503, "the service is shutting down before it decided; send the request again"),
+    "internal": (500, "a bug: logged with the request id, no internals in the answer"),
+    "http_error": (400, "any other refusal of the HTTP layer (status as answered)"),
+    # one field of the body (422; `loc` names the field)
+    "value_error": (422, "the value breaks a rule the message states"),
+    "json_invalid": (422, "the body is not JSON"),
+    "missing": (422, "a required value is missing"),
+    "duplicate": (422, "a second item with an id already used"),
+    "unknown": (422, "a reference to something the request does not hold"),
+    "unknown_node": (422, "a node id the snapshot does not hold"),
+    "not_in_queues": (422, "a node's `queue` is not one of its `queues`"),
+    "over_capacity": (422, "running jobs hold more of a node than it has"),
+    "below_running": (422, "a node's size is below what its running jobs hold"),
+    "too_many_nodes": (422, "a job asks for more nodes than the cluster (or its queue) has"),
+    "too_large": (422, "a count over a documented limit"),
+    "too_long": (422, "a list or string longer than allowed"),
+    "too_short": (422, "a list or string shorter than required"),
+    "conflict": (422, "two fields that contradict each other"),
+    "empty_window": (422, "a window whose end is not after its start"),
+    "busy": (422, "a node to remove still runs jobs: end them first"),
+    "cycle": (422, "the workflow's edges form a cycle"),
+    "no_group": (422, "a task no resource group can run"),
+    "bad_split": (422, "the queues' node counts do not add up to the machine's"),
+    "swf_syntax": (422, "a line of the SWF trace that cannot be read"),
+}
+
+
 class SchedError(Exception):
-    """Base of every error the service answers with a 4xx/5xx on purpose."""
+    """Base of every error the service answers with a 4xx/5xx on purpose; `type` is its code."""
+
+    type = "internal"
 
 
 class InputError(SchedError, ValueError):
@@ -39,7 +82,7 @@ class InputError(SchedError, ValueError):
 
 
 class NotFoundError(SchedError):
-    pass
+    type = "not_found"
 
 
 class ClusterUnknownError(NotFoundError):
@@ -60,19 +103,19 @@ class ClusterUnknownError(NotFoundError):
 
 
 class VersionConflictError(SchedError):
-    pass
+    type = "version_conflict"
 
 
 class PayloadTooLargeError(SchedError):
-    pass
+    type = "payload_too_large"
 
 
 class UnsupportedMediaTypeError(SchedError):
-    pass
+    type = "unsupported_media_type"
 
 
 class StoreUnavailableError(SchedError):
-    pass
+    type = "store_unavailable"
 
 
 class ClusterBehindError(VersionConflictError):
@@ -85,3 +128,5 @@ class ClusterBehindError(VersionConflictError):
 
 class StoppingError(SchedError):
     """Asked to stop before the decision began: another instance (or this one, restarted) answers."""
+
+    type = "stopping"

@@ -18,6 +18,7 @@ from app.api.limits import BodyLimit
 from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import clusters, dag, health, metrics, schedule, simulate
 from app.api.stopping import ShutdownFlag, shutdown_signals
+from app.errors import ERROR_CODES
 from app.sched import profile_kernels
 from app.sched.dag import list_kernel
 from app.settings import Settings, get_settings
@@ -106,10 +107,25 @@ def _register_request_schema(app: FastAPI) -> None:
             defs = model.model_json_schema(ref_template="#/components/schemas/{model}")
             components.update(defs.pop("$defs", {}))
             components[model.__name__] = defs
+        _document_error_codes(components)
         app.openapi_schema = spec
         return spec
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _document_error_codes(components: dict) -> None:  # type: ignore[type-arg]
+    """Every error body's `type` is one of ERROR_CODES (or a pydantic validation type on a 422):
+    the OpenAPI file lists them on ErrorDetail.type."""
+    detail = components.get("ErrorDetail")
+    if detail is None:
+        return
+    lines = [f"`{code}` ({status}): {meaning}" for code, (status, meaning) in ERROR_CODES.items()]
+    detail["properties"]["type"]["description"] = (
+        "The error's code, snake_case: one of the following, or on a 422 of the request's shape one of "
+        "pydantic's validation types (`missing`, `extra_forbidden`, `string_pattern_mismatch`, ...). "
+        + "; ".join(lines))
+    detail["properties"]["type"]["examples"] = sorted(ERROR_CODES)
 
 
 app = create_app()

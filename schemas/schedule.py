@@ -163,9 +163,10 @@ class BudgetOut(BaseModel):
     time_s: float | None = Field(description="the time budget applied (null: none)")
     max_jobs: int | None = Field(description="the cap on jobs looked at applied (null: none)")
     jobs_considered: int = Field(description="jobs the pass looked at")
-    hit: Literal["time", "jobs", "stopped"] | None = Field(
-        description="the limit that ended the pass early (`stopped`: the service was shutting down "
-        "or the client left); null: every job was looked at")
+    hit: Literal["time", "max_jobs", "depth", "stopped"] | None = Field(
+        description="the limit that left jobs `not_evaluated`: `time` (the time budget), `max_jobs` "
+        "(the cap on jobs looked at), `depth` (the policy's `queue_depth`: jobs ranked below it), "
+        "`stopped` (the service was shutting down or the client left); null: every job was looked at")
 
 
 class SummaryOut(BaseModel):

@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.errors import (
     InputError,
@@ -34,6 +35,9 @@ STATUS: dict[type[SchedError], int] = {
 }
 
 
+HTTP_CODES = {401: "unauthorized", 404: "not_found", 405: "method_not_allowed"}
+
+
 def error_body(loc: list[Any], msg: str, type_: str) -> dict[str, Any]:
     return {"detail": [{"loc": loc, "msg": msg, "type": type_}]}
 
@@ -56,8 +60,7 @@ def install(app: FastAPI) -> None:
         loc = list(getattr(exc, "loc", []))
         if isinstance(exc, UnsupportedMediaTypeError):
             loc = ["header", "content-type"]
-        kind = getattr(exc, "type", type(exc).__name__)
-        return JSONResponse(error_body(loc, str(exc), kind), status_code=status)
+        return JSONResponse(error_body(loc, str(exc), exc.type), status_code=status)
 
     @app.exception_handler(ValidationError)
     async def pydantic_error(request: Request, exc: ValidationError) -> JSONResponse:
@@ -68,6 +71,12 @@ def install(app: FastAPI) -> None:
         detail = [{"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
                   for e in exc.errors()]
         return JSONResponse({"detail": detail}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = HTTP_CODES.get(exc.status_code, "http_error")
+        return JSONResponse(error_body([], str(exc.detail), kind), status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

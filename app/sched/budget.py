@@ -21,7 +21,8 @@ class BudgetHit(StrEnum):
     """Which limit ended a pass early."""
 
     time = "time"  # the clock passed the deadline
-    jobs = "jobs"  # the pass looked at as many jobs as it may
+    max_jobs = "max_jobs"  # the pass looked at as many jobs as it may (the service's or the request's cap)
+    depth = "depth"  # the policy's queue_depth left the jobs ranked below it out of the pass
     stopped = "stopped"  # the caller asked it to stop (the service shutting down, the client gone)
 
 
@@ -62,7 +63,7 @@ class Budget:
         """None while the pass may look at one more job (counting it); else the limit it hit."""
         if self.hit is None:
             if self.max_jobs is not None and self.considered >= self.max_jobs:
-                self.hit = BudgetHit.jobs
+                self.hit = BudgetHit.max_jobs
             elif self.stop():
                 self.hit = BudgetHit.stopped
             elif self.deadline != INF and self.clock() >= self.deadline:
@@ -90,7 +91,7 @@ class Budget:
 
     def detail(self) -> str:
         """Why a job past the budget was not looked at."""
-        if self.hit == BudgetHit.jobs:
+        if self.hit == BudgetHit.max_jobs:
             return f"past the budget of {self.max_jobs} jobs this pass may look at"
         if self.hit == BudgetHit.time:
             within = f" of {self.time_s:g} s" if self.time_s is not None else ""

@@ -40,7 +40,7 @@ def test_request_budget_is_capped_by_the_operators() -> None:
     """A request asking more than the service allows gets the service's limit, and says so."""
     out = _client(decision_max_jobs=2).post("/schedule", json=_body(budget={"max_jobs": 50})).json()
     budget = out["summary"]["budget"]
-    assert budget == {"time_s": 10.0, "max_jobs": 2, "jobs_considered": 2, "hit": "jobs"}
+    assert budget == {"time_s": 10.0, "max_jobs": 2, "jobs_considered": 2, "hit": "max_jobs"}
     skipped = [p for p in out["pending"] if p["reason"] == "not_evaluated"]
     assert len(skipped) == out["summary"]["not_evaluated"] == 1
     assert "budget of 2 jobs" in skipped[0]["detail"]
@@ -84,3 +84,14 @@ def test_asked_to_stop_before_checking_is_503() -> None:
     req, _ = parse(ScheduleRequest, json.dumps(_body()).encode())
     with pytest.raises(StoppingError, match="shutting down"):
         service.schedule_data(req, budget=Budget(stop=lambda: True))
+
+
+@pytest.mark.parametrize("policy", ["easy", "conservative", "priority"])
+def test_a_queue_depth_cut_says_so(policy: str) -> None:
+    """Jobs ranked below the policy's queue_depth are not_evaluated, and the summary names the cut
+    (`depth`), not a silent null."""
+    shallow = _body(policy) | {"policy": {"name": policy, "params": {"queue_depth": 2}}}
+    out = _client().post("/schedule", json=shallow).json()
+    assert out["summary"]["budget"]["hit"] == "depth"
+    skipped = [p for p in out["pending"] if p["reason"] == "not_evaluated"]
+    assert len(skipped) == out["summary"]["not_evaluated"] == 1 and "queue depth 2" in skipped[0]["detail"]

@@ -79,7 +79,7 @@ def test_a_job_cap_decides_the_first_jobs_as_the_queue_depth_does(name, case, co
     assert capped.starts == deep.starts and capped.reservations == deep.reservations
     assert _reasons(capped) == _reasons(deep)
     assert capped.summary.jobs_considered == min(cap, len(jobs))
-    assert capped.summary.budget_hit == (BudgetHit.jobs if len(jobs) > cap else None)
+    assert capped.summary.budget_hit == (BudgetHit.max_jobs if len(jobs) > cap else None)
     assert capped.summary.not_evaluated == max(0, len(jobs) - cap)
     assert check_decision(snap, jobs, capped, params.time_grain_s) == []
 

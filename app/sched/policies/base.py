@@ -13,7 +13,7 @@ import numpy as np
 
 from app.errors import InputError
 from app.sched.backfill import BackfillPass, PassResult, PassRules
-from app.sched.budget import Budget
+from app.sched.budget import Budget, BudgetHit
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import Balanced, balance, queue_loads
 from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
@@ -76,6 +76,8 @@ class BasePolicy:
                     f"rank {depth + i + 1} is past the queue depth {depth} of this pass")
             for i, s in enumerate(ranked[depth:])
         ]
+        if skipped and budget.hit is None:
+            budget.hit = BudgetHit.depth  # the answer says why these were not looked at
         return _decision(cluster, result, skipped, balanced, ranked, budget)
 
     def _balance(self, cluster: ClusterIndex, snapshot: Snapshot, pending: Sequence[Job]) -> Balanced:
