@@ -5,11 +5,15 @@ the command the README documents."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from urllib.parse import urlparse
 
+import pytest
 import yaml
+
+from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
@@ -80,3 +84,25 @@ def test_the_image_compiles_every_module_of_compiled_loops_at_build() -> None:
         name = module.rsplit(".", 1)[1]
         assert "def warm()" in (ROOT / Path(*module.split("."))).with_suffix(".py").read_text(), module
         assert re.search(rf"\b{name}\.warm\(\)", build), module
+
+
+def test_compose_passes_every_setting_with_the_services_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each field of Settings is in the compose file's environment, taken from the environment of
+    `docker compose`, and its default there is the service's own: compose drops no setting and
+    changes no default. (REDIS_URL is compose's own wiring to its Redis.)"""
+    env = COMPOSE["services"]["hpcsched"]["environment"]
+    wanted = {f"HPCSCHED_{name.upper()}" for name in Settings.model_fields} - {"HPCSCHED_REDIS_URL"}
+    assert wanted <= set(env), f"compose drops {sorted(wanted - set(env))}"
+    for name in list(os.environ):
+        if name.startswith("HPCSCHED_") or name == "REDIS_URL":
+            monkeypatch.delenv(name)
+    for name in wanted:
+        default = re.fullmatch(r"\$\{" + name + r":-(.*)\}", env[name])
+        assert default, f"{name}: {env[name]!r} is not ${{{name}:-default}}"
+        monkeypatch.setenv(name, default.group(1))
+    from_compose, own = Settings(), Settings.model_construct()
+    for field in Settings.model_fields:
+        if field == "redis_url":
+            continue
+        mine, theirs = getattr(own, field), getattr(from_compose, field)
+        assert mine == theirs or (mine is None and theirs == ""), (field, mine, theirs)
