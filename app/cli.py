@@ -19,11 +19,11 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import TypeAdapter, ValidationError
-from rich.console import Console
+from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from app.bridges.slurm.cli import slurm_cli
+from app.cli_common import Kill, Size, UnknownRun, ZeroRun, tables, terminal
 from app.convert import params_from_wire
 from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
@@ -34,7 +34,7 @@ from schemas.policies import PolicySpec
 
 cli = typer.Typer(add_completion=False, help=__doc__)
 cli.add_typer(slurm_cli, name="slurm")
-console = Console(width=160)
+console = terminal()
 SPEC = TypeAdapter(PolicySpec)
 SIM_GRAIN_S = 1  # the replay's default time grain: exact times, as in the literature's simulators
 
@@ -55,12 +55,6 @@ Split = Annotated[bool, typer.Option(help="split the nodes among the trace's que
                                           "each, the rest by share of the work)")]
 QueueNodes = Annotated[str | None, typer.Option(help="nodes per trace queue, e.g. normal=64,low=40,high=24 "
                                                      "(implies --split-queues)")]
-Size = Annotated[str, typer.Option(help="allocated | requested: which processor count sizes a job")]
-Kill = Annotated[bool, typer.Option(help="kill a job that ran past its requested time there (default: it "
-                                         "runs its recorded time; the scheduler is told the request raised "
-                                         "to it)")]
-UnknownRun = Annotated[str, typer.Option(help="ten_seconds | drop: jobs whose run time is -1")]
-ZeroRun = Annotated[str, typer.Option(help="drop | keep: jobs whose run time is 0 s")]
 Reservations = Annotated[bool, typer.Option(help="record each job's first reservation (the reserved column); "
                                                  "without, the schedule is the same, and firstfit replays "
                                                  "many times faster")]
@@ -172,14 +166,10 @@ METRIC_COLUMNS = ("jobs", "wait_mean", "wait_p50", "wait_p99", "bsld_mean", "bsl
                   "decisions")
 
 
-def table(title: str, rows: dict[str, dict[str, float]], first: str) -> Table:
-    t = Table(title=title)
-    t.add_column(first)
-    for c in METRIC_COLUMNS:
-        t.add_column(c, justify="right")
-    for name, m in rows.items():
-        t.add_row(name, *[_fmt(c, m.get(c)) for c in METRIC_COLUMNS])
-    return t
+def table(title: str, rows: dict[str, dict[str, float]], first: str, width: int | None = None) -> Group:
+    """The metrics of each row, in as many tables as it takes to fit the terminal (or `width`)."""
+    cells = [(name, [_fmt(c, m.get(c)) for c in METRIC_COLUMNS]) for name, m in rows.items()]
+    return Group(*tables(title, first, METRIC_COLUMNS, cells, width or console.width))
 
 
 def _fmt(col: str, v: float | None) -> str:

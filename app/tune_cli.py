@@ -18,15 +18,14 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from app.cli_common import Kill, Size, UnknownRun, ZeroRun, tables, terminal
 from app.sim import tune as t
 from app.sim.sweep import Task, dask_client, run_sweep
 from app.sim.workload import Workload
 
-console = Console(width=160)
+console = terminal()
 HELD_OUT_COLUMNS = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_max")
 
 Objective = Annotated[str, typer.Option(help="bsld | wait | mix:bsld=0.7,wait=0.3 | maxwait-cap:SECONDS")]
@@ -50,8 +49,8 @@ def tune(trace: Trace,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
-         size: Annotated[str, typer.Option(help="allocated | requested processors")] = "allocated",
-         kill_at_request: Annotated[bool, typer.Option(help="kill jobs at their request")] = False,
+         size: Size = "allocated", kill_at_request: Kill = False,
+         unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
          results: Results = Path("tune.jsonl"), json_out: JsonOut = Path("tune.json"),
          plots: PlotDir = Path("tune-plots")) -> None:
     """Search policy settings on the first part of TRACE; report the choice on the part it did not see."""
@@ -61,7 +60,7 @@ def tune(trace: Trace,
     candidates = _checked(lambda: t.settings(t.parse_space(space)), "--space")
     for s in candidates:
         _checked(lambda s=s: t.params_of(s.policy), "--space")
-    reading = base.reading_of(size, kill_at_request)
+    reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
     w = base.load(trace, nodes, cores_per_node, 0, jobs, reading=reading)
     train, held = _checked(lambda: t.split(w, train_fraction), "--train-fraction")
     report = run_tuning(train, held, goal, candidates, results, scheduler, workers)
@@ -139,21 +138,14 @@ def _report(goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str],
 
 
 def show(report: dict[str, Any], top: int = 10) -> None:
-    train = Table(title=f"train: {report['settings']} settings, best {top} by {report['objective']}")
     columns = ("score", "bsld", "wait", "utilisation", "bsld_worst1", "wait_max", "seconds")
-    train.add_column("setting")
-    for c in columns:
-        train.add_column(c, justify="right")
-    for r in report["train"][:top]:
-        train.add_row(r["label"], *[_fmt(r.get(c)) for c in columns])
-    held = Table(title="held-out part (never used to choose)")
-    held.add_column("policy")
-    for c in HELD_OUT_COLUMNS:
-        held.add_column(c, justify="right")
+    tried = [(r["label"], [_fmt(r.get(c)) for c in columns]) for r in report["train"][:top]]
     names = {"chosen": f"chosen: {report['chosen']['label']}", "easy": "EASY", "firstfit": "FirstFit"}
-    for name, m in report["held_out"].items():
-        held.add_row(names[name], *[_fmt(m[c]) for c in HELD_OUT_COLUMNS])
-    console.print(train, held)
+    held = [(names[name], [_fmt(m[c]) for c in HELD_OUT_COLUMNS]) for name, m in report["held_out"].items()]
+    console.print(*tables(f"train: {report['settings']} settings, best {top} by {report['objective']}",
+                          "setting", columns, tried, console.width),
+                  *tables("held-out part (never used to choose)", "policy", HELD_OUT_COLUMNS, held,
+                          console.width))
     g = report["gain_vs_easy"]
     console.print(f"the choice against EASY ({g['measure']}): {_lower(g['train'])} on the train part, "
                   f"[bold]{_lower(g['held_out'])} on the held-out part[/]")

@@ -117,3 +117,30 @@ def test_an_unknown_reading_value_is_refused(tmp_path: Path) -> None:
     trace = write(tmp_path, "hand.swf", HAND)
     r = runner.invoke(cli, ["simulate", str(trace), "--size", "alloc"])
     assert r.exit_code != 0 and "size is one of allocated, requested" in r.output
+
+
+def test_tune_reads_a_log_with_the_same_options_as_simulate() -> None:
+    """Every option that chooses how a log is read (size, kill at request, unknown and zero run
+    times) is taken by simulate, compare and tune alike."""
+    from typer.main import get_command
+
+    commands = get_command(cli).commands  # type: ignore[attr-defined]
+    reading = {"--size", "--kill-at-request", "--unknown-runtime", "--zero-runtime"}
+    for name in ("simulate", "compare", "tune"):
+        options = {o for p in commands[name].params for o in getattr(p, "opts", [])}
+        assert reading <= options, (name, reading - options)
+
+
+def test_tables_never_cut_a_value() -> None:
+    """A table wider than the terminal folds its values onto more lines; no digit is replaced by an
+    ellipsis."""
+    from rich.console import Console
+
+    from app.cli import table
+
+    row = {c: 63_025_412_345.0 for c in ("wait_mean", "wait_p50", "wait_p99", "bsld_mean", "makespan")}
+    narrow = Console(width=60, record=True)
+    narrow.print(table("t", {"a-long-policy-name": row}, "policy", width=60))
+    text = narrow.export_text()
+    assert "…" not in text and max(map(len, text.splitlines())) <= 60
+    assert text.count("63,025,412,345") == len(row) and text.count("a-long-policy-name") >= 2
