@@ -4,7 +4,8 @@ An example is a fenced ```sh block holding one `curl` command, followed (prose m
 its answer: a ```json block (the body of a 200 answer; the curl then has no `-i`) or, for a curl
 with `-i`, a ```http block: the status line, some headers, a blank line and the body. A JSON body is
 compared whole after masking the volatile fields (`VOLATILE_KEYS`, `VOLATILE_HEADERS`); any other
-body line by line, in order, a line `…` standing for lines left out. The examples of one page run in
+body line by line, in order, a line `…` standing for lines left out and a line ending in `…`
+for a line's beginning. The examples of one page run in
 order against one fresh service, so a page can PUT a cluster and then PATCH it; a volatile value of
 an earlier answer (a plan id) is replaced by what the service really answered in later requests.
 
@@ -239,10 +240,12 @@ def _compare_lines(want: str, got: str) -> list[str]:
         if line.strip() == ELISION:
             gap = True
             continue
+        def same(i: int, line: str = line) -> bool:  # a line ending in … is a line's beginning
+            return lines[i].startswith(line[:-1]) if line.endswith(ELISION) else lines[i] == line
         if gap:
-            found = next((i for i in range(at, len(lines)) if lines[i] == line), None)
+            found = next((i for i in range(at, len(lines)) if same(i)), None)
         else:
-            found = at if at < len(lines) and lines[at] == line else None
+            found = at if at < len(lines) and same(at) else None
         if found is None:
             return [f"the answer has no line {line!r} where the page shows it; it begins:\n{got[:600]}"]
         at, gap = found + 1, False

@@ -87,6 +87,7 @@ def test_text_answers_compare_line_by_line() -> None:
     assert docs._compare_lines("a\nc", "a\nb\nc") != []
     assert docs._compare_lines("a\n…", "a\nb\nc") == []
     assert docs._compare_lines("a\n…\nd", "a\nb\nc") != []
+    assert docs._compare_lines("ab…", "abc") == [] and docs._compare_lines("ax…", "abc") != []
 
 
 @pytest.mark.parametrize("text", [
