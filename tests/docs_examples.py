@@ -257,17 +257,38 @@ def _compare_lines(want: str, got: str) -> list[str]:
 # ---------------------------------------------------------------------------------------- printing
 
 
-def dump(value: Any, indent: int = 0, width: int = 110) -> str:
-    """JSON as the pages paste it: a value on one line when it fits, else one member per line."""
+def dump(value: Any, indent: int = 0, width: int = 110, record: bool = False) -> str:
+    """JSON as the pages paste it: a value on one line when it fits, and a record in a list (a
+    dict of scalars) always; a longer flat dict's members filled onto lines; else one member a line."""
     flat = json.dumps(value, ensure_ascii=False)
-    if len(flat) + indent <= width or not isinstance(value, (dict, list)) or not value:
+    if len(flat) + indent <= width or (record and _shallow(value)) or not isinstance(value, (dict, list)):
         return flat
     pad = " " * (indent + 2)
+    if isinstance(value, dict) and _shallow(value):
+        lines, line = [], ""
+        for k, v in value.items():
+            item = f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False)},"
+            if line and len(pad) + len(line) + 1 + len(item) > width:
+                lines.append(line)
+                line = ""
+            line = f"{line} {item}" if line else item
+        lines.append(line.removesuffix(","))
+        return "{\n" + "\n".join(pad + x for x in lines) + "\n" + " " * indent + "}"
     if isinstance(value, dict):
         items = [f"{pad}{json.dumps(k)}: {dump(v, indent + 2, width)}" for k, v in value.items()]
         return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
-    items = [pad + dump(v, indent + 2, width) for v in value]
+    items = [pad + dump(v, indent + 2, width, record=True) for v in value]
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
+
+
+def _shallow(value: Any) -> bool:
+    """A scalar, or a record of scalars and lists of scalars: pasted on one line, however long."""
+    if isinstance(value, list):
+        return all(not isinstance(v, (dict, list)) for v in value)
+    if isinstance(value, dict):
+        return all(not isinstance(v, dict) and (not isinstance(v, list) or _shallow(v))
+                   for v in value.values())
+    return True
 
 
 def pasted(got: Answer, block: Block) -> str:

@@ -36,7 +36,8 @@ def test_every_pasted_answer_is_the_service_answer(page: Path) -> None:
 
 
 def test_the_readme_shows_every_endpoint() -> None:
-    shown = {(e.method, "/" + e.path.strip("/").split("/")[0]) for e in docs.examples(docs.ROOT / "README.md")}
+    readme = docs.examples(docs.ROOT / "README.md")
+    shown = {(e.method, "/" + e.path.strip("/").split("/")[0]) for e in readme}
     for endpoint in [("POST", "/schedule"), ("POST", "/dag"), ("PUT", "/clusters"), ("POST", "/simulate")]:
         assert endpoint in shown, f"README has no example of {endpoint}"
 
@@ -69,10 +70,12 @@ def test_a_wrong_status_or_header_is_caught(client: Client, tmp_path: Path) -> N
 def test_volatile_fields_are_masked_and_carried_to_later_requests(client: Client, tmp_path: Path) -> None:
     """A pasted plan id differs from the one the service makes: not a mismatch, and a later GET of
     the pasted id asks for the service's."""
-    dag = {"tasks": [{"id": "a", "work": 10}], "groups": [{"id": "g"}], "algorithm": "heft", "time_budget_s": 0}
+    dag = {"tasks": [{"id": "a", "work": 10}], "groups": [{"id": "g"}], "algorithm": "heft",
+           "time_budget_s": 0}
     first = client.post("/dag/plan", json=dag).json()
     assert first["plan_id"] != (pasted_id := "0" * 32)
-    post = f"curl -s http://127.0.0.1:8000/dag/plan -H 'content-type: application/json' -d '{json.dumps(dag)}'"
+    post = (f"curl -s http://127.0.0.1:8000/dag/plan -H 'content-type: application/json' "
+            f"-d '{json.dumps(dag)}'")
     page = tmp_path / "page.md"
     page.write_text(f"```sh\n{post}\n```\n\n```json\n{json.dumps({**first, 'plan_id': pasted_id})}\n```\n\n"
                     f"```sh\ncurl -s http://127.0.0.1:8000/dag/plan/{pasted_id}\n```\n\n"

@@ -6,7 +6,7 @@
     hpcsched slurm explain JOBID             the last priority, factors, reason and estimate
 
 Without --url the service runs in process. Run as root (or SlurmUser) on a host with Slurm's
-client programs; see the README's "Slurm" section for the job_submit.lua recipe.
+client programs; see docs/slurm.md for the job_submit.lua recipe.
 
 With --slurmrestd, reads, releases, partition moves and comments go through slurmrestd's REST API
 (`unix:/path`: local auth; `http(s)://`: JWT from SLURM_JWT or --token-file). Pinning a job to its
