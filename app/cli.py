@@ -19,10 +19,10 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import TypeAdapter, ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from app import terminal
 from app.bridges.slurm.cli import slurm_cli
 from app.convert import params_from_wire
 from app.sched.params import CommonParams
@@ -34,7 +34,7 @@ from schemas.policies import PolicySpec
 
 cli = typer.Typer(add_completion=False, help=__doc__)
 cli.add_typer(slurm_cli, name="slurm")
-console = Console(width=160)
+console = terminal.console()
 SPEC = TypeAdapter(PolicySpec)
 SIM_GRAIN_S = 1  # the replay's default time grain: exact times, as in the literature's simulators
 
@@ -173,10 +173,7 @@ METRIC_COLUMNS = ("jobs", "wait_mean", "wait_p50", "wait_p99", "bsld_mean", "bsl
 
 
 def table(title: str, rows: dict[str, dict[str, float]], first: str) -> Table:
-    t = Table(title=title)
-    t.add_column(first)
-    for c in METRIC_COLUMNS:
-        t.add_column(c, justify="right")
+    t = terminal.table(first, *METRIC_COLUMNS, title=title)
     for name, m in rows.items():
         t.add_row(name, *[_fmt(c, m.get(c)) for c in METRIC_COLUMNS])
     return t

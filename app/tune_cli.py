@@ -18,15 +18,14 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
+from app import terminal
 from app.sim import tune as t
 from app.sim.sweep import Task, dask_client, run_sweep
 from app.sim.workload import Workload
 
-console = Console(width=160)
+console = terminal.console()
 HELD_OUT_COLUMNS = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_max")
 
 Objective = Annotated[str, typer.Option(help="bsld | wait | mix:bsld=0.7,wait=0.3 | maxwait-cap:SECONDS")]
@@ -139,17 +138,12 @@ def _report(goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str],
 
 
 def show(report: dict[str, Any], top: int = 10) -> None:
-    train = Table(title=f"train: {report['settings']} settings, best {top} by {report['objective']}")
     columns = ("score", "bsld", "wait", "utilisation", "bsld_worst1", "wait_max", "seconds")
-    train.add_column("setting")
-    for c in columns:
-        train.add_column(c, justify="right")
+    train = terminal.table("setting", *columns,
+                           title=f"train: {report['settings']} settings, best {top} by {report['objective']}")
     for r in report["train"][:top]:
         train.add_row(r["label"], *[_fmt(r.get(c)) for c in columns])
-    held = Table(title="held-out part (never used to choose)")
-    held.add_column("policy")
-    for c in HELD_OUT_COLUMNS:
-        held.add_column(c, justify="right")
+    held = terminal.table("policy", *HELD_OUT_COLUMNS, title="held-out part (never used to choose)")
     names = {"chosen": f"chosen: {report['chosen']['label']}", "easy": "EASY", "firstfit": "FirstFit"}
     for name, m in report["held_out"].items():
         held.add_row(names[name], *[_fmt(m[c]) for c in HELD_OUT_COLUMNS])
