@@ -23,13 +23,15 @@ from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from app.bridges.slurm.cli import slurm_cli
-from app.cli_common import Kill, Size, UnknownRun, ZeroRun, tables, terminal
+from app.cli_common import Kill, Size, UnknownRun, ZeroRun
 from app.convert import params_from_wire
 from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.swf import SwfError, read_swf
 from app.sim.workload import Machine, Reading, Workload, default_machine, partitioned, workload
+from app.terminal import console as terminal
+from app.terminal import tables
 from schemas.policies import PolicySpec
 
 cli = typer.Typer(add_completion=False, help=__doc__)

@@ -36,7 +36,7 @@ from schemas.simulate import SimulateRequest
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
     """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`),
     the DAG planners' (`list_kernel.warm`) and the compiled replay's behind POST /simulate
-    (`compiled.warm`): one to two minutes of CPU the first time on a machine (see the README), under a
+    (`compiled.warm`): one to two minutes of CPU the first time on a machine (see docs/operations.md), under a
     second from numba's cache after; then the shutdown signals watched while the service runs."""
     await run_in_threadpool(profile_kernels.warm)
     await run_in_threadpool(list_kernel.warm)

@@ -20,10 +20,12 @@ import typer
 from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli_common import Kill, Size, UnknownRun, ZeroRun, tables, terminal
+from app.cli_common import Kill, Size, UnknownRun, ZeroRun
 from app.sim import tune as t
 from app.sim.sweep import Task, dask_client, run_sweep
 from app.sim.workload import Workload
+from app.terminal import console as terminal
+from app.terminal import tables
 
 console = terminal()
 HELD_OUT_COLUMNS = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_max")

@@ -1,6 +1,6 @@
 """What can be checked of the container set-up without a Docker engine: the compose file parses and
 wires the service to a healthy Redis; the Dockerfile runs as non-root, has a health check, and starts
-the command the README documents."""
+the command docs/operations.md documents."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from app.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = (ROOT / "docker" / "Dockerfile").read_text()
 COMPOSE = yaml.safe_load((ROOT / "docker" / "compose.yaml").read_text())
-README = (ROOT / "README.md").read_text()
+OPERATIONS = (ROOT / "docs" / "operations.md").read_text()
 
 
 def instruction(name: str) -> str:
@@ -53,8 +53,8 @@ def test_dockerfile_starts_the_documented_command() -> None:
     cmd = json.loads(instruction("CMD"))
     assert cmd[:2] == ["sh", "-c"] and cmd[2].startswith("exec ")
     started = cmd[2].removeprefix("exec ")
-    assert f"\n{started}\n" in README, "README shows the command the container runs"
-    assert "docker compose -f docker/compose.yaml up" in README
+    assert f"\n{started}\n" in OPERATIONS, "docs/operations.md shows the command the container runs"
+    assert "docker compose -f docker/compose.yaml up" in OPERATIONS
 
 
 def test_compose_redis_persists_and_settings_pass_through() -> None:

@@ -1,1 +1,1 @@
-"""The Slurm bridge: read Slurm's state, ask the service, apply its answer (see README, "Slurm")."""
+"""The Slurm bridge: read Slurm's state, ask the service, apply its answer (see docs/slurm.md)."""

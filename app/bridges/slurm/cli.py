@@ -6,7 +6,7 @@
     hpcsched slurm explain JOBID             the last priority, factors, reason and estimate
 
 Without --url the service runs in process. Run as root (or SlurmUser) on a host with Slurm's
-client programs; see the README's "Slurm" section for the job_submit.lua recipe.
+client programs; see docs/slurm.md for the job_submit.lua recipe.
 
 With --slurmrestd, reads, releases, partition moves and comments go through slurmrestd's REST API
 (`unix:/path`: local auth; `http(s)://`: JWT from SLURM_JWT or --token-file). Pinning a job to its
@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from app import terminal
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge, CycleReport
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
@@ -34,7 +34,7 @@ from app.bridges.slurm.shadow import table
 from app.bridges.slurm.state import BridgeState
 
 slurm_cli = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
-console = Console(width=160)
+console = terminal.console()
 
 Url = Annotated[str | None, typer.Option(help="the service's base URL; default: in process")]
 ApiKey = Annotated[str | None, typer.Option(envvar="HPCSCHED_API_KEY", help="X-API-Key for --url")]

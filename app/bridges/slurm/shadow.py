@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from rich.table import Table
 
+from app import terminal
 from schemas.schedule import ScheduleResponse
 
 
@@ -37,7 +38,8 @@ def service_plan(resp: ScheduleResponse) -> dict[str, str]:
 
 def table(resp: ScheduleResponse, slurm_text: str, limit: int = 50) -> Table:
     ours, theirs = service_plan(resp), slurm_starts(slurm_text)
-    t = Table("job", "hpcsched would", "Slurm plans (squeue --start)", title="shadow mode: nothing changed")
+    t = terminal.table("job", "hpcsched would", "Slurm plans (squeue --start)",
+                       title="shadow mode: nothing changed", numeric=False)
     for jid in sorted(ours, key=lambda j: (len(j), j))[:limit]:
         t.add_row(jid, ours[jid], theirs.get(jid, "-"))
     return t
