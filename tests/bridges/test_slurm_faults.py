@@ -221,3 +221,38 @@ def test_redis_restarted_without_persistence_under_cached(slurm: LocalSlurm, tmp
     assert {j: final[j].state for j in jobs} == dict.fromkeys(jobs, "COMPLETED")
     assert [r.errors for r in reps if not r.ok] == []
     _no_over_commit(final)
+
+
+def test_an_array_runs_task_by_task(slurm: LocalSlurm, tmp_path: Path) -> None:
+    """A held `--array=0-5` of plain `-n 3` tasks beside a `-n 20` job: each task is pinned and
+    released on its own (Slurm splits it off), and every task runs exactly once."""
+    big = submit(slurm, "-n", "20", "--mem=1000", sleep=4)
+    array = submit(slurm, "--array=0-5", "-n", "3", "--mem=200", sleep=2)
+    events = tmp_path / "events.jsonl"
+    bridge = Bridge(CommandRunner(str(slurm.conf)), in_process(), BridgeState.load(tmp_path / "s.json"),
+                    None, events=events, start_bound_s=BOUND_S)
+    tasks = [f"{array}_{t}" for t in range(6)]
+
+    def by_task() -> dict[str, Ran]:
+        out = {}
+        for line in slurm.run("squeue", "-h", "-t", "all", "-o", "%i %A").splitlines():
+            name, jid = line.split()
+            out[name] = records(slurm)[jid]
+        return out
+
+    reps: list[CycleReport] = []
+    deadline = time.monotonic() + 120
+
+    def done(rep: CycleReport) -> bool:
+        reps.append(rep)
+        now = by_task()
+        return time.monotonic() > deadline or all(
+            t in now and now[t].state not in ("PENDING", "RUNNING", "COMPLETING") for t in [*tasks, big])
+    bridge.loop(1.0, done=done, wake=False)
+    final = by_task()
+    assert {t: final[t].state for t in [*tasks, big]} == dict.fromkeys([*tasks, big], "COMPLETED")
+    lines = [json.loads(x) for x in events.read_text().splitlines()]
+    started = [e["job"] for e in lines if e["event"] == "start"]
+    assert sorted(started) == sorted([*tasks, big])
+    assert [r.errors for r in reps if not r.ok] == [] and not [r.errors for r in reps if r.errors]
+    _no_over_commit(records(slurm))

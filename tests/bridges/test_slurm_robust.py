@@ -285,3 +285,14 @@ def test_explain_finds_the_state_where_run_writes_it(tmp_path: Path, monkeypatch
     r = rep.response.reservations[0]
     out = _explain(r.job_id, env)
     assert out.returncode == 0 and "reserved start" in out.stdout and ",".join(r.node_ids) in out.stdout
+
+
+def test_cpus_per_task_is_read_from_cpus_over_tasks() -> None:
+    """22.05's `squeue --json` leaves cpus_per_task null: `-N 3 -c 4` (3 tasks, 12 CPUs) is laid out
+    in tasks of 4 (4+4+4 on idle nodes), not CPU by CPU."""
+    from app.bridges.slurm.read import ask_of
+
+    ask = ask_of({"cpus": 12, "tasks": 3, "cpus_per_task": None, "tasks_per_node": 0}, 3)
+    assert ask == Ask(12, 4, False)
+    assert block_fill(ask, ["n1", "n2", "n3"], dict.fromkeys(["n1", "n2", "n3"], 8)) == dict.fromkeys(
+        ["n1", "n2", "n3"], 4)

@@ -4,7 +4,8 @@ from slurmrestd) to the wire.
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
 a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`) whose
 dependencies are met and whose begin time has come. A job the user held, one waiting on a
-dependency, and one not held by the recipe (Slurm may start it itself) are never sent.
+dependency, and one not held by the recipe (Slurm may start it itself) are never sent. An array's
+tasks are jobs of their own, named `ARRAY_TASK`.
 """
 
 from __future__ import annotations
@@ -121,11 +122,35 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    jobs = json.loads(text.jobs)["jobs"]
-    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
-    for j in jobs:
+    raw = json.loads(text.jobs)["jobs"]
+    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in raw}
+    for j in (task for r in raw for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
     return view
+
+
+def array_tasks(j: dict[str, Any]) -> list[dict[str, Any]]:
+    """A job as the bridge names it: an array task is `ARRAY_TASK` (as `scontrol` takes it), and
+    an array's pending record that still holds several tasks is one pending job per task (pinning
+    one splits it off in Slurm). Any other job is itself."""
+    base, task, rest = j.get("array_job_id") or 0, j.get("array_task_id"), j.get("array_task_string") or ""
+    if base and rest:
+        return [{**j, "job_id": f"{base}_{t}", "array_task_id": t, "array_task_string": ""}
+                for t in task_ids(rest)]
+    if base and task is not None:
+        return [{**j, "job_id": f"{base}_{task}"}]
+    return [j]
+
+
+def task_ids(text: str) -> list[int]:
+    """Slurm's array task list (`0-7:2,9%3`, throttle ignored) as task ids."""
+    out: list[int] = []
+    for part in text.split("%")[0].split(","):
+        span, _, step = part.partition(":")
+        lo, _, hi = span.partition("-")
+        if lo.strip().isdigit():
+            out.extend(range(int(lo), int(hi or lo) + 1, int(step or 1)))
+    return out
 
 
 @dataclass(frozen=True)
@@ -176,8 +201,10 @@ def _released(view: SlurmView, j: dict[str, Any], when: float, nodes: _Nodes) ->
 
 def ask_of(j: dict[str, Any], nodes: int) -> Ask:
     """How Slurm will lay this job's CPUs out (see `Ask`)."""
-    per_task = max(1, int(j.get("cpus_per_task") or 1))
-    total = max(int(j.get("cpus") or 1), nodes)
+    total, tasks = max(int(j.get("cpus") or 1), nodes), int(j.get("tasks") or 0)
+    per_task = int(j.get("cpus_per_task") or 0)  # 22.05's squeue leaves it null: CPUs over tasks
+    if per_task < 1:
+        per_task = total // tasks if tasks and total % tasks == 0 else 1
     fixed = nodes == 1 or int(j.get("tasks_per_node") or 0) > 0
     return Ask(total, per_task, fixed)
 
@@ -199,9 +226,9 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
 def unmapped(j: dict[str, Any]) -> str:
     """What a job asks that the wire cannot say ("" when nothing): such a job is left held, and
     the reason logged, rather than started with part of its request dropped."""
-    for key, what in (("het_job_id", "heterogeneous job"), ("array_task_string", "job array"),
-                      ("licenses", "licenses"), ("required_nodes", "a node list"),
-                      ("excluded_nodes", "excluded nodes"), ("resv_name", "a reservation")):
+    for key, what in (("het_job_id", "heterogeneous job"), ("licenses", "licenses"),
+                      ("required_nodes", "a node list"), ("excluded_nodes", "excluded nodes"),
+                      ("resv_name", "a reservation")):
         if j.get(key):
             return f"asks for {what} ({j[key]}): not mapped, left held"
     return ""
