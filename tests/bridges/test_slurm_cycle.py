@@ -6,7 +6,7 @@ import json
 import socket
 from pathlib import Path
 
-from app.bridges.slurm.apply import comment, plan
+from app.bridges.slurm.apply import comment, plan, reserved
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.read import SlurmText, read
 from app.bridges.slurm.runner import RecordedRunner, SlurmError
@@ -140,15 +140,18 @@ def test_dry_run_sends_nothing(tmp_path: Path) -> None:
 
 
 def test_comments_only_when_changed(tmp_path: Path) -> None:
-    """Pending jobs get the reason and estimate as comment, grouped by text, and not rewritten."""
-    view = read(recorded.text(), recorded.started())  # recorded after a cycle: comments already set
+    """Pending jobs get the reason and estimate as comment, reserved jobs their start and nodes,
+    grouped by text, and not rewritten."""
+    view = read(recorded.text(), recorded.started())
     resp = _bridge(tmp_path, dry_run=True).cycle().response
-    assert resp is not None
-    assert not plan(resp, view).comments
+    assert resp is not None and resp.reservations
     view.comments = {}
     first = plan(resp, view)
     told = {j: c.text for c in first.comments for j in c.job_ids}
-    assert told == {p.job_id: comment(p) for p in resp.pending}
+    want = {p.job_id: comment(p) for p in resp.pending} | {r.job_id: reserved(r) for r in resp.reservations}
+    assert told == want
+    for r in resp.reservations:
+        assert "reserved, starts by" in told[r.job_id] and ",".join(r.node_ids) in told[r.job_id]
     assert len(first.comments) == len({c.text for c in first.comments})
     view.comments.update(told)
     assert not plan(resp, view).comments

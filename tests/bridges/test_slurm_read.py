@@ -143,9 +143,9 @@ def test_unlimited_walltime_is_bounded() -> None:
 
 
 @pytest.mark.parametrize("key, value", [
-    ("het_job_id", 7), ("array_task_string", "0-9"), ("licenses", "matlab:1"), ("required_nodes", "n3"),
+    ("het_job_id", 7), ("licenses", "matlab:1"), ("required_nodes", "n3"),
     ("excluded_nodes", "n1"), ("resv_name", "root_1"),
-], ids=["heterogeneous", "array", "licenses", "nodelist", "exclude", "reservation"])
+], ids=["heterogeneous", "licenses", "nodelist", "exclude", "reservation"])
 def test_unmappable_requests_stay_held(key: str, value: object) -> None:
     """A job asking what the wire cannot say is skipped with a reason, never sent half-read."""
     jobs = json.loads(recorded.text().jobs)
@@ -155,6 +155,20 @@ def test_unmappable_requests_stay_held(key: str, value: object) -> None:
     view = read(replace(recorded.text(), jobs=json.dumps(jobs)), recorded.started())
     assert "5" not in {p["id"] for p in view.pending}
     assert "not mapped" in view.skipped["5"]
+
+
+def test_an_array_is_one_pending_job_per_task() -> None:
+    """A held array's pending record (`0-6:2,9%2`) is one job per task, named ARRAY_TASK as scontrol
+    takes them; a task Slurm split off (its own job id) keeps that name."""
+    jobs = json.loads(recorded.text().jobs)
+    for j in jobs["jobs"]:
+        if str(j["job_id"]) == "5":
+            j.update(array_job_id=5, array_task_string="0-6:2,9%2", array_task_id=None)
+        if str(j["job_id"]) == "6":
+            j.update(array_job_id=5, array_task_id=1)
+    view = read(replace(recorded.text(), jobs=json.dumps(jobs)), recorded.started())
+    ids = {p["id"] for p in view.pending}
+    assert {"5_0", "5_2", "5_4", "5_6", "5_9", "5_1"} <= ids and not {"5", "6"} & ids
 
 
 def test_overlapping_partitions_weights_and_windows_reach_the_request() -> None:

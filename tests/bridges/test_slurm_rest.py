@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.bridges.slurm.apply import comment
+from app.bridges.slurm.apply import comment, reserved
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.read import SlurmText, read, windows
 from app.bridges.slurm.rest import API, RestReader, RestRunner, connect, rest_updates
@@ -139,14 +139,16 @@ def test_a_cycle_through_rest_pins_with_scontrol_and_releases_through_rest(tmp_p
 
 
 def test_comments_and_nothing_else_through_rest_on_a_full_cluster(tmp_path: Path) -> None:
-    """On the full cluster nothing starts; each pending job whose comment changes (all, here) gets
-    it through REST, and scontrol is not called."""
+    """On the full cluster nothing starts; each pending or reserved job whose comment changes (all,
+    here) gets it through REST, and scontrol is not called."""
     fake, cli = FakeRestd(edit=uncommented), RecordedRunner(cli_text())
     state = BridgeState(tmp_path / "s.json", started())
     rep = Bridge(RestRunner(rest_reader(fake), cli), in_process(), state).cycle()
     assert rep.ok and not rep.started and not cli.commands
     assert rep.response is not None and rep.view is not None
-    stale = {p.job_id for p in rep.response.pending if rep.view.comments[p.job_id] != comment(p)}
+    texts = {p.job_id: comment(p) for p in rep.response.pending}
+    texts.update({r.job_id: reserved(r) for r in rep.response.reservations})
+    stale = {j for j, text in texts.items() if rep.view.comments[j] != text}
     assert {job for job, body in fake.updates if set(body) == {"comment"}} == stale
     assert stale and len(fake.updates) == len(stale)
 

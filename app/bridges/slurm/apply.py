@@ -1,18 +1,22 @@
 """A `ScheduleResponse` to Slurm commands.
 
 A start pins the job to the chosen nodes and partition (`ReqNodeList`, `NumNodes=k-k`) and then
-releases it, so Slurm can start it nowhere else; a migration moves the job's partition; every
-pending job's comment (`squeue -O comment`) says the service's reason and estimated start,
-rewritten only when it changes.
+releases it, so Slurm can start it nowhere else; the CPUs Slurm will give it on each node are
+predicted (`layout`), and a start whose layout does not fit beside the cycle's earlier starts is
+deferred to the next cycle. A migration moves the job's partition; every pending or reserved
+job's comment (`squeue -O comment`) says the service's reason and estimated start (a reserved
+job: its start and nodes), rewritten only when it changes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+from app.bridges.slurm.layout import layout
 from app.bridges.slurm.read import SlurmView
-from schemas.schedule import PendingOut, ScheduleResponse, StartOut
+from schemas.schedule import PendingOut, ReservationOut, ScheduleResponse, StartOut
 
 COMMENT_PREFIX = "hpcsched: "
 
@@ -22,6 +26,7 @@ class Start:
     job_id: str
     nodes: tuple[str, ...]
     partition: str
+    layout: tuple[tuple[str, int], ...] = ()
 
     def pin(self) -> list[str]:
         """Only these nodes, exactly this many, in this partition (the release follows)."""
@@ -58,29 +63,74 @@ class Plan:
     starts: list[Start]
     moves: list[Move]
     comments: list[Comment]
+    deferred: dict[str, str]
 
 
-def plan(resp: ScheduleResponse, view: SlurmView) -> Plan:
-    """What to tell Slurm: starts, moves, and the comments that changed (one command per text)."""
-    starts = [_start(s) for s in resp.starts]
+def plan(resp: ScheduleResponse, view: SlurmView, notes: dict[str, str] | None = None) -> Plan:
+    """What to tell Slurm: starts (with their layouts; the ones that no longer fit deferred),
+    moves, and the comments that changed (one command per text). `notes`: a line to add to some
+    jobs' comments (why the bridge held a job again)."""
+    starts, deferred = laid_out(resp.starts, view)
     moves = [Move(m.job_id, m.to_queue) for m in resp.migrations]
+    texts = {p.job_id: comment(p) for p in resp.pending}
+    texts.update({r.job_id: reserved(r) for r in resp.reservations})
+    texts.update({j: f"{COMMENT_PREFIX}deferred: {why}" for j, why in deferred.items()})
+    texts.update({j: f"{COMMENT_PREFIX}set aside: {why}" for j, why in view.aside.items()})
+    for jid, note in (notes or {}).items():
+        if jid in texts:
+            texts[jid] += f"; {note}"
+    return Plan(starts, moves, comments_for(texts, view.comments), deferred)
+
+
+def comments_for(texts: dict[str, str], current: dict[str, str]) -> list[Comment]:
     by_text: dict[str, list[str]] = {}
-    for p in resp.pending:
-        text = comment(p)
-        if view.comments.get(p.job_id) != text:
-            by_text.setdefault(text, []).append(p.job_id)
-    comments = [Comment(tuple(ids[i:i + 100]), text)
-                for text, ids in by_text.items() for i in range(0, len(ids), 100)]
-    return Plan(starts, moves, comments)
+    for jid, text in texts.items():
+        if current.get(jid) != text:
+            by_text.setdefault(text, []).append(jid)
+    return [Comment(tuple(ids[i:i + 100]), text) for text, ids in by_text.items()
+            for i in range(0, len(ids), 100)]
 
 
-def _start(s: StartOut) -> Start:
-    return Start(s.job_id, tuple(s.node_ids), s.queue)
+def laid_out(starts: list[StartOut], view: SlurmView) -> tuple[list[Start], dict[str, str]]:
+    """Each start with the CPUs Slurm will give it per node, taken from the nodes' free CPUs in
+    order; a start that no longer fits (an earlier start's block fill took more of a node than
+    the service counted) is deferred with its reason."""
+    free, asked = view.free_cpus(), {p["id"]: p for p in view.pending}
+    caps = {n["id"]: n["capacity"]["cpu"] for n in view.nodes}
+    out, deferred = [], {}
+    for s in starts:
+        got = _fit(s, asked.get(s.job_id), view, free, caps)
+        if got is None:
+            deferred[s.job_id] = (f"Slurm's layout of its CPUs does not fit {','.join(s.node_ids)} "
+                                  "beside this cycle's other starts: decided again next cycle")
+            continue
+        for n, cpu in got.items():
+            free[n] -= caps.get(n, cpu) if asked.get(s.job_id, {}).get("exclusive") else cpu
+        out.append(Start(s.job_id, tuple(s.node_ids), s.queue, tuple(got.items())))
+    return out, deferred
+
+
+def _fit(s: StartOut, job: dict[str, Any] | None, view: SlurmView, free: dict[str, int],
+         caps: dict[str, int]) -> dict[str, int] | None:
+    if job is None:
+        return {n: 0 for n in s.node_ids}
+    if job.get("exclusive") and any(free.get(n, 0) < caps.get(n, 0) for n in s.node_ids):
+        return None
+    return layout(view.asks.get(s.job_id), job["cpu"], list(s.node_ids), view.order, free)
 
 
 def comment(p: PendingOut) -> str:
     """The line a user reads in `squeue -O comment`: the reason and the estimated start (to the minute)."""
     when = "unknown"
     if p.estimated_start is not None:
-        when = datetime.fromtimestamp(p.estimated_start, UTC).strftime("%Y-%m-%dT%H:%MZ")
+        when = _minute(p.estimated_start)
     return f"{COMMENT_PREFIX}{p.reason.value}, est. start {when}"
+
+
+def reserved(r: ReservationOut) -> str:
+    """A reserved job's line: when and where the service holds its start."""
+    return f"{COMMENT_PREFIX}reserved, starts by {_minute(r.start_time)} on {','.join(r.node_ids)}"
+
+
+def _minute(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%MZ")

@@ -2,8 +2,9 @@
 between two reads) and send only the pending jobs with the cluster's id.
 
 A PATCH the service refuses as stale (409) or for a cluster it no longer has (404) is answered by a
-fresh PUT; a change the PATCH vocabulary cannot say (a node's capacity, partitions or features)
-also sends a PUT.
+fresh PUT, and so is a `POST /schedule` that finds the cluster gone or answers from a version that
+is not the bridge's (the cycle asks again at once, see `cycle`); a change the PATCH vocabulary
+cannot say (a node's capacity, partitions or features) also sends a PUT.
 """
 
 from __future__ import annotations
@@ -77,6 +78,10 @@ class CachedCluster:
         if policy is not None:
             body["policy"] = policy
         return ScheduleRequest.model_validate(body)
+
+    def forget(self) -> None:
+        """The service lost the cluster (or answered from another version): PUT it next time."""
+        self.version, self.seen = None, None
 
     def sync(self, view: SlurmView) -> None:
         new = Seen.of(view)

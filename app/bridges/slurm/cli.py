@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,11 +28,12 @@ import typer
 from app import terminal
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge, CycleReport
+from app.bridges.slurm.reconcile import START_BOUND_S
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
 from app.bridges.slurm.runner import CommandRunner, Runner
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.shadow import table
-from app.bridges.slurm.state import BridgeState
+from app.bridges.slurm.state import BridgeState, state_path
 
 slurm_cli = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
 console = terminal.console()
@@ -41,7 +43,11 @@ ApiKey = Annotated[str | None, typer.Option(envvar="HPCSCHED_API_KEY", help="X-A
 DryRun = Annotated[bool, typer.Option("--dry-run", help="shadow mode: change nothing, print both plans")]
 Policy = Annotated[str, typer.Option(help="policy name")]
 Params = Annotated[str | None, typer.Option(help="policy parameters as a JSON object")]
-StatePath = Annotated[Path, typer.Option("--state", help="the bridge's state file")]
+StatePath = Annotated[Path | None, typer.Option("--state", help="the bridge's state file (default: "
+                                                 "$HPCSCHED_SLURM_STATE, else $XDG_STATE_HOME/hpcsched/"
+                                                 "slurm-state.json; run and explain agree)")]
+StartBound = Annotated[float, typer.Option(help="seconds a released job may stay pending before it is "
+                                           "held again, unpinned and decided again")]
 Events = Annotated[Path | None, typer.Option("--log", help="append one JSON line per event here")]
 Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLURM_CONF or Slurm's own)")]
 Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
@@ -53,7 +59,6 @@ TokenFile = Annotated[Path | None, typer.Option("--token-file", help="file holdi
                                                 "--slurmrestd (default: the SLURM_JWT environment variable)")]
 RestUser = Annotated[str | None, typer.Option("--rest-user", help="X-SLURM-USER-NAME for the JWT "
                                               "(default: this process's user)")]
-DEFAULT_STATE = Path("hpcsched-slurm.json")
 
 
 def _runner(conf: str | None, slurmrestd: str | None, token_file: Path | None,
@@ -71,11 +76,13 @@ def _runner(conf: str | None, slurmrestd: str | None, token_file: Path | None,
 
 
 def _bridge(url: str | None, api_key: str | None, dry_run: bool, policy: str, params: str | None,
-            state: Path, events: Path | None, runner: Runner, cached: str | None = None) -> Bridge:
+            state: Path | None, events: Path | None, runner: Runner, cached: str | None = None,
+            start_bound: float = START_BOUND_S) -> Bridge:
     spec: dict[str, Any] = {"name": policy, **({"params": json.loads(params)} if params else {})}
     service = over_http(url, api_key) if url else in_process()
     cache = CachedCluster(service, cached) if cached else None
-    return Bridge(runner, service, BridgeState.load(state), spec, dry_run, events, cache)
+    return Bridge(runner, service, BridgeState.load(state_path(state)), spec, dry_run, events, cache,
+                  start_bound)
 
 
 def _show(bridge: Bridge, rep: CycleReport) -> None:
@@ -97,14 +104,14 @@ def _show(bridge: Bridge, rep: CycleReport) -> None:
 def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] = 10.0,
         cycles: Annotated[int | None, typer.Option(help="stop after N cycles")] = None,
         url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
-        params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
+        params: Params = None, state: StatePath = None, log: Events = None,
         conf: Conf = None, cached: Cached = None,
         wake: Wake = True, slurmrestd: Rest = None, token_file: TokenFile = None,
-        rest_user: RestUser = None) -> None:
+        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     runner = _runner(conf, slurmrestd, token_file, rest_user)
-    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached)
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached, start_bound)
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)
@@ -115,12 +122,12 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
 
 @slurm_cli.command()
 def once(url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
-         params: Params = None, state: StatePath = DEFAULT_STATE, log: Events = None,
+         params: Params = None, state: StatePath = None, log: Events = None,
          conf: Conf = None, slurmrestd: Rest = None, token_file: TokenFile = None,
-         rest_user: RestUser = None) -> None:
+         rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S) -> None:
     """One cycle, then exit (exit 1 when it could not read Slurm or reach the service)."""
     runner = _runner(conf, slurmrestd, token_file, rest_user)
-    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner)
+    bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, start_bound=start_bound)
     rep = bridge.cycle()
     _show(bridge, rep)
     if not rep.ok:
@@ -128,14 +135,45 @@ def once(url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, polic
 
 
 @slurm_cli.command()
-def explain(job_id: str, state: StatePath = DEFAULT_STATE) -> None:
-    """Why a pending job waits, and its priority factors, as of the bridge's last cycle (our sprio)."""
-    saved = BridgeState.load(state)
-    if job_id in saved.started:
-        console.print(f"job {job_id}: released by hpcsched")
-        return
+def explain(job_id: str, state: StatePath = None) -> None:
+    """Why a job waits (reason, estimate, priority and factors; a reserved job's start and nodes),
+    or where and when the bridge released it, as of the bridge's last cycle (our sprio)."""
+    path = state_path(state)
+    if not path.exists():
+        console.print(f"no bridge state file at {path}: `hpcsched slurm run` has not written one there "
+                      "(give the --state it was run with, or set HPCSCHED_SLURM_STATE)")
+        raise typer.Exit(2)
+    saved = BridgeState.load(path)
     info = saved.explain.get(job_id)
+    if info is None and job_id in saved.started:
+        info = {"released": True, "at": saved.started[job_id], "cpus": saved.layouts.get(job_id, {})}
     if info is None:
-        console.print(f"job {job_id}: not in the bridge's state ({state}): not pending, or not yet seen")
+        console.print(f"job {job_id}: not in the bridge's state ({path}): not pending when it last "
+                      "cycled, already gone, or never seen")
         raise typer.Exit(1)
-    console.print_json(json.dumps({"job_id": job_id, **info}))
+    console.print(_explained(job_id, info, saved.held_again.get(job_id)))
+
+
+def _explained(job_id: str, info: dict[str, Any], held_again: str | None) -> str:
+    at = _utc(info.get("at"))
+    if info.get("released"):
+        cpus = ", ".join(f"{n} ({c} CPUs)" for n, c in (info.get("cpus") or {}).items())
+        return f"job {job_id}: released by hpcsched at {at} on {cpus or 'its pinned nodes'}"
+    lines = [f"job {job_id}: {info.get('reason')} (as of {at})"]
+    if info.get("reason") == "reserved":
+        lines.append(f"  reserved start {_utc(info.get('reserved_start'))} on "
+                     f"{','.join(info.get('reserved_nodes') or [])}")
+    elif info.get("estimated_start") is not None:
+        lines.append(f"  estimated start {_utc(info.get('estimated_start'))}")
+    for key in ("detail", "queue", "priority", "rank"):
+        if info.get(key) not in (None, ""):
+            lines.append(f"  {key}: {info[key]}")
+    if info.get("factors"):
+        lines.append(f"  factors: {json.dumps(info['factors'])}")
+    if held_again:
+        lines.append(f"  held again: {held_again}")
+    return "\n".join(lines)
+
+
+def _utc(t: float | None) -> str:
+    return "?" if t is None else datetime.fromtimestamp(float(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,9 +1,11 @@
 """One bridge cycle (read, convert, decide, apply) and the loop that repeats it.
 
 A cycle that cannot read or decide changes nothing; a command that fails is logged and the rest
-go on; the next cycle starts from a fresh read. A job is pinned to its nodes, recorded as started,
-then released (the cycle's starts in one command), and never released again; a release that
-fails is taken back.
+go on; the next cycle starts from a fresh read. One job's or node's inconsistent reading never
+skips a cycle: it is set aside with its reason (`sane`, and a 422 naming pending jobs is asked
+again without them). Released jobs are reconciled first (`reconcile`). A job is pinned to its
+nodes, recorded as started, then released (the cycle's starts in one command), and never released
+twice by one decision; a release that fails is taken back.
 """
 
 from __future__ import annotations
@@ -16,16 +18,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from app.bridges.slurm.apply import Plan, Start, plan, release
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.read import SlurmView, read
+from app.bridges.slurm.reconcile import START_BOUND_S, hold, reconcile, refused_jobs, unpin
 from app.bridges.slurm.runner import Runner, SlurmError
-from app.bridges.slurm.service import Decide
+from app.bridges.slurm.sane import set_aside
+from app.bridges.slurm.service import ClusterLostError, Decide, RefusedError
 from app.bridges.slurm.state import BridgeState
-from schemas.schedule import ScheduleResponse
+from schemas.schedule import ScheduleRequest, ScheduleResponse
 
 log = logging.getLogger("hpcsched.slurm")
 RELEASE_BATCH = 200
+RETRIES = 3
+EMPTY = ScheduleResponse.model_construct(starts=[], reservations=[], migrations=[], pending=[], priorities=[])
+
+
+def _validated(build: Callable[[], ScheduleRequest]) -> ScheduleRequest:
+    """The request `build` makes; a pending job the wire refuses is a RefusedError naming it."""
+    try:
+        return build()
+    except ValidationError as exc:
+        raise RefusedError([{"loc": ["body", *e["loc"]], "msg": e["msg"], "type": e["type"]}
+                            for e in exc.errors(include_url=False)]) from exc
 
 
 @dataclass
@@ -35,6 +52,7 @@ class CycleReport:
     started: list[str] = field(default_factory=list)
     commands: int = 0
     errors: list[str] = field(default_factory=list)
+    aside: dict[str, str] = field(default_factory=dict)
     view: SlurmView | None = None
     response: ScheduleResponse | None = None
 
@@ -48,33 +66,36 @@ class Bridge:
     dry_run: bool = False
     events: Path | None = None
     cache: CachedCluster | None = None
+    start_bound_s: float = START_BOUND_S
+    hook: Callable[[str], None] = lambda step: None
 
     def cycle(self) -> CycleReport:
-        """One read-decide-apply round; never raises for Slurm's or the service's failures."""
+        """One read-decide-apply round; never raises for Slurm's or the service's failures (`hook`,
+        called after each step, may: a test stops a cycle there as a kill would)."""
         rep = CycleReport()
         t0 = time.perf_counter()
         try:
-            text = self.runner.read()
+            view = read(self.runner.read(), self.state.started, self.dry_run, self.state.layouts)
+            self.hook("read")
             t1 = time.perf_counter()
-            view = read(text, self.state.started, take_unheld=self.dry_run)
-            req = self.cache.request(view, self.policy) if self.cache else view.request(self.policy)
+            self._reconcile(view, rep)
+            resp = self._decision(view, rep) if view.pending else None
             t2 = time.perf_counter()
-            resp = self.decide(req) if view.pending else None
-            t3 = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 - a cycle never dies: log, skip, start fresh next time
             return self._failed(rep, f"{type(exc).__name__}: {exc}")
         rep.view, rep.response = view, resp
-        rep.timing_ms = {"read": (t1 - t0) * 1e3, "convert": (t2 - t1) * 1e3, "decide": (t3 - t2) * 1e3}
+        rep.timing_ms = {"read": (t1 - t0) * 1e3, "decide": (t2 - t1) * 1e3}
         self.state.forget_gone(set(view.comments))
         if resp is not None:
             self._note(view, resp)
-            if not self.dry_run:
-                self._apply(plan(resp, view), rep)
-        rep.timing_ms["apply"] = (time.perf_counter() - t3) * 1e3
+        if not self.dry_run:
+            self._apply(plan(resp or EMPTY, view, self.state.held_again), rep)
+        rep.timing_ms["apply"] = (time.perf_counter() - t2) * 1e3
         self.state.save()
         self._event("cycle", cache=self.cache.last_write if self.cache else None,
                     timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
-                    skipped=view.skipped, started=rep.started, errors=rep.errors, dry_run=self.dry_run)
+                    skipped=view.skipped, aside=rep.aside, started=rep.started, errors=rep.errors,
+                    dry_run=self.dry_run)
         return rep
 
     def _failed(self, rep: CycleReport, msg: str) -> CycleReport:
@@ -84,8 +105,77 @@ class Bridge:
         self._event("cycle_failed", error=msg)
         return rep
 
+    def _reconcile(self, view: SlurmView, rep: CycleReport) -> None:
+        """Released jobs Slurm has not started: release again the ones still held (the bridge
+        stopped before its release), hold again and unpin the ones overdue (see `reconcile`)."""
+        if self.dry_run:
+            return
+        todo = reconcile(view, self.state.started, self.start_bound_s)
+        if todo.release_again:
+            ok = self._run(release(todo.release_again), rep)
+            self._event("released_again", jobs=todo.release_again, ok=ok)
+        for jid in todo.never_pinned:
+            self.state.take_back(jid)
+        for jid, why in todo.overdue.items():
+            self._hold_again(view, jid, why, rep)
+        self.hook("reconciled")
+
+    def _hold_again(self, view: SlurmView, jid: str, why: str, rep: CycleReport) -> None:
+        """Hold, unpin, then forget the release (so a kill in between leaves it released again, or
+        decided again, never stuck); its nodes are freed in this view and it is decided again."""
+        if not self._run(hold(jid), rep):
+            return
+        self._run(unpin(jid), rep)
+        self.state.take_back(jid, why)
+        self.state.save()
+        view.running = [r for r in view.running if r["id"] != jid]
+        back = view.released[jid].job
+        if back is not None:
+            view.pending.append(back)
+        self._event("held_again", job=jid, reason=why)
+        log.warning("job %s: %s", jid, why)
+
+    def _decision(self, view: SlurmView, rep: CycleReport) -> ScheduleResponse | None:
+        """Set aside what the read cannot say, then ask; a request the service refuses for some
+        pending jobs is asked again without them, and a cached cluster it lost (or answered from
+        another version) is PUT and asked again, all in this cycle."""
+        rep.aside.update(set_aside(view))
+        for _ in range(RETRIES):
+            if not view.pending:
+                return None
+            try:
+                return self._ask(view)
+            except RefusedError as exc:
+                self._refused(view, exc, rep)
+        raise RuntimeError(f"the service still refused the request after {RETRIES} tries")
+
+    def _refused(self, view: SlurmView, exc: RefusedError, rep: CycleReport) -> None:
+        bad = refused_jobs(exc.details, view)
+        if not bad:
+            raise exc
+        for jid, why in bad.items():
+            view.aside[jid] = rep.aside[jid] = view.skipped[jid] = why
+            log.warning("set aside %s: %s", jid, why)
+        view.pending = [p for p in view.pending if p["id"] not in bad]
+
+    def _ask(self, view: SlurmView) -> ScheduleResponse:
+        if self.cache is None:
+            return self.decide(_validated(lambda: view.request(self.policy)))
+        for _ in range(2):
+            try:
+                resp = self.decide(_validated(lambda: self.cache.request(view, self.policy)))  # type: ignore[union-attr]
+            except ClusterLostError as exc:
+                self._event("cluster_lost", error=str(exc))
+                self.cache.forget()  # type: ignore[union-attr]
+                continue
+            if resp.summary.cluster_version == self.cache.version:  # type: ignore[union-attr]
+                return resp
+            self._event("stale_answer", got=resp.summary.cluster_version, want=self.cache.version)  # type: ignore[union-attr]
+            self.cache.forget()  # type: ignore[union-attr]
+        raise RuntimeError("the service lost the cluster or answered from another version twice: not applied")
+
     def _note(self, view: SlurmView, resp: ScheduleResponse) -> None:
-        """Keep each pending job's priority and reason for `explain`; log the plan."""
+        """Keep each pending or reserved job's priority and reason for `explain`; log the plan."""
         prio = {p.job_id: p for p in resp.priorities}
         for p in resp.pending:
             f = prio.get(p.job_id)
@@ -93,6 +183,14 @@ class Bridge:
                 "at": view.now, "reason": p.reason.value, "estimated_start": p.estimated_start,
                 "detail": p.detail, "queue": p.queue, "priority": f.priority if f else None,
                 "rank": f.rank if f else None, "factors": f.factors if f else {}}
+        for r in resp.reservations:
+            f = prio.get(r.job_id)
+            self.state.explain[r.job_id] = {
+                **self.state.explain.get(r.job_id, {}), "at": view.now, "reason": "reserved",
+                "reserved_start": r.start_time, "reserved_nodes": r.node_ids, "queue": r.queue,
+                "priority": f.priority if f else None, "rank": f.rank if f else None}
+        for jid, why in view.aside.items():
+            self.state.explain[jid] = {"at": view.now, "reason": "set_aside", "detail": why}
         for s in resp.starts:
             self._event("plan_start", job=s.job_id, nodes=s.node_ids, kind=s.kind.value, queue=s.queue,
                         expected_end=s.expected_end, dry_run=self.dry_run)
@@ -101,19 +199,25 @@ class Bridge:
                         end=r.end_time, dry_run=self.dry_run)
 
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
+        for jid, why in todo.deferred.items():
+            self._event("deferred", job=jid, reason=why)
         pinned = [s for s in todo.starts if s.job_id not in self.state.started and self._run(s.pin(), rep)]
+        self.hook("pinned")
         self._release(pinned, rep)
         for args in [c for m in todo.moves for c in m.commands()] + \
                 [c for t in todo.comments for c in t.commands()]:
             self._run(args, rep)
+        self.hook("applied")
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:
         """Record the pinned jobs as started, then release them in batches; a batch Slurm refuses is
         retried job by job (releasing a released job does nothing), and a job whose own release
         fails is taken back."""
         now = time.time()
-        self.state.started.update({s.job_id: now for s in pinned})
+        for s in pinned:
+            self.state.release(s.job_id, now, dict(s.layout))
         self.state.save()
+        self.hook("state_saved")
         for i in range(0, len(pinned), RELEASE_BATCH):
             batch = pinned[i:i + RELEASE_BATCH]
             if self._run(release([s.job_id for s in batch]), rep):
@@ -123,9 +227,11 @@ class Bridge:
             for s in batch:
                 if s in done:
                     rep.started.append(s.job_id)
-                    self._event("start", job=s.job_id, nodes=list(s.nodes), partition=s.partition)
+                    self._event("start", job=s.job_id, nodes=list(s.nodes), partition=s.partition,
+                                cpus=dict(s.layout))
                 else:
-                    del self.state.started[s.job_id]
+                    self.state.take_back(s.job_id)
+        self.hook("released")
 
     def _run(self, args: list[str], rep: CycleReport) -> bool:
         rep.commands += 1

@@ -4,7 +4,8 @@ from slurmrestd) to the wire.
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
 a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`) whose
 dependencies are met and whose begin time has come. A job the user held, one waiting on a
-dependency, and one not held by the recipe (Slurm may start it itself) are never sent.
+dependency, and one not held by the recipe (Slurm may start it itself) are never sent. An array's
+tasks are jobs of their own, named `ARRAY_TASK`.
 """
 
 from __future__ import annotations
@@ -39,6 +40,27 @@ MAX_WEIGHT = 2**32 - 1
 
 
 @dataclass(frozen=True)
+class Ask:
+    """How Slurm lays a pending job's CPUs over its nodes: `total` CPUs in tasks of `per_task`;
+    `fixed` when every node gets the same (one node, or `--ntasks-per-node`), otherwise Slurm's
+    default block distribution fills the nodes in their order (`-n 20` on 8-CPU nodes: 8+8+4)."""
+
+    total: int
+    per_task: int
+    fixed: bool
+
+
+@dataclass(frozen=True)
+class Released:
+    """A job the bridge released that Slurm still shows pending."""
+
+    nodes: tuple[str, ...]
+    held: bool  # still held and marked: the release never reached Slurm
+    reason: str  # Slurm's state_reason
+    job: dict[str, Any] | None  # as a pending job, to decide again once held again
+
+
+@dataclass(frozen=True)
 class SlurmText:
     """What one read of the controller returned, as text (so a cycle replays from recordings)."""
 
@@ -60,6 +82,18 @@ class SlurmView:
     skipped: dict[str, str] = field(default_factory=dict)
     comments: dict[str, str] = field(default_factory=dict)
     partitions: dict[str, list[str]] = field(default_factory=dict)
+    order: dict[str, int] = field(default_factory=dict)
+    asks: dict[str, Ask] = field(default_factory=dict)
+    released: dict[str, Released] = field(default_factory=dict)
+    aside: dict[str, str] = field(default_factory=dict)
+
+    def free_cpus(self) -> dict[str, int]:
+        """Each up node's CPUs that no running (or released) job holds; 0 on a node not up."""
+        free = {n["id"]: n["capacity"]["cpu"] if n["state"] == "up" else 0 for n in self.nodes}
+        for r in self.running:
+            for a in r["allocation"]:
+                free[a["node"]] = free.get(a["node"], 0) - a["cpu"]
+        return free
 
     def request(self, policy: dict[str, Any] | None = None) -> ScheduleRequest:
         """The POST /schedule body for this view."""
@@ -70,14 +104,17 @@ class SlurmView:
         return ScheduleRequest.model_validate(body)
 
 
-def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) -> SlurmView:
+def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
+         layouts: dict[str, dict[str, int]] | None = None) -> SlurmView:
     """The view of one read. `started`: jobs the bridge released (id -> when), never sent again;
     `take_unheld`: also send pending jobs the recipe did not hold (shadow mode on a cluster
-    without the job_submit.lua)."""
+    without the job_submit.lua); `layouts`: the CPUs per node the bridge expects Slurm to give
+    each released job (what it holds until Slurm starts it)."""
     view = SlurmView(now=text.now)
     raw_nodes = json.loads(text.nodes)["nodes"]
-    nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {})
+    nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {}, layouts or {})
     for n in raw_nodes:
+        view.order[n["name"]] = len(view.order)
         view.nodes.append(node_in(n))
         nodes.caps[n["name"]] = view.nodes[-1]["capacity"]
         for p in n.get("partitions") or []:
@@ -85,17 +122,42 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) 
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    jobs = json.loads(text.jobs)["jobs"]
-    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
-    for j in jobs:
+    raw = json.loads(text.jobs)["jobs"]
+    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in raw}
+    for j in (task for r in raw for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
     return view
+
+
+def array_tasks(j: dict[str, Any]) -> list[dict[str, Any]]:
+    """A job as the bridge names it: an array task is `ARRAY_TASK` (as `scontrol` takes it), and
+    an array's pending record that still holds several tasks is one pending job per task (pinning
+    one splits it off in Slurm). Any other job is itself."""
+    base, task, rest = j.get("array_job_id") or 0, j.get("array_task_id"), j.get("array_task_string") or ""
+    if base and rest:
+        return [{**j, "job_id": f"{base}_{t}", "array_task_id": t, "array_task_string": ""}
+                for t in task_ids(rest)]
+    if base and task is not None:
+        return [{**j, "job_id": f"{base}_{task}"}]
+    return [j]
+
+
+def task_ids(text: str) -> list[int]:
+    """Slurm's array task list (`0-7:2,9%3`, throttle ignored) as task ids."""
+    out: list[int] = []
+    for part in text.split("%")[0].split(","):
+        span, _, step = part.partition(":")
+        lo, _, hi = span.partition("-")
+        if lo.strip().isdigit():
+            out.extend(range(int(lo), int(hi or lo) + 1, int(step or 1)))
+    return out
 
 
 @dataclass(frozen=True)
 class _Nodes:
     threads: dict[str, int]
     caps: dict[str, dict[str, int]]
+    layouts: dict[str, dict[str, int]]
 
 
 def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: _Nodes,
@@ -105,10 +167,7 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: 
     if state in HOLDING and j.get("job_resources"):
         view.running.append(running_in(j, nodes.threads, view.now))
     elif state == "PENDING" and jid in started:
-        if j.get("required_nodes"):
-            view.running.append(released_in(j, started[jid], view.now, nodes.caps))
-        else:
-            view.skipped[jid] = "released by the bridge but not pinned: left alone"
+        _released(view, j, started[jid], nodes)
     elif state == "PENDING":
         why = not_ours(j, view.now, take_unheld) or waits_on(j.get("dependency") or "", states)
         if why:
@@ -116,8 +175,38 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: 
             return
         try:
             view.pending.append(pending_in(j))
+            view.asks[jid] = ask_of(j, view.pending[-1]["nodes"])
         except ValueError as exc:
             view.skipped[jid] = str(exc)
+            view.aside[jid] = str(exc)
+
+
+def _released(view: SlurmView, j: dict[str, Any], when: float, nodes: _Nodes) -> None:
+    """A released job Slurm has not started: it holds its pinned nodes in the service's view (the
+    reconciliation decides whether it waited too long, or was never released)."""
+    jid = str(j["job_id"])
+    pinned = tuple(expand(j.get("required_nodes") or ""))
+    held = j.get("priority", 0) == 0 and MARK in (j.get("admin_comment") or "")
+    try:
+        again: dict[str, Any] | None = pending_in(j, allow_nodes=True)
+        view.asks[jid] = ask_of(j, again["nodes"])  # type: ignore[index]
+    except ValueError:
+        again = None
+    view.released[jid] = Released(pinned, held, str(j.get("state_reason") or ""), again)
+    if pinned:
+        view.running.append(released_in(j, when, view.now, nodes.caps, nodes.layouts.get(jid)))
+    else:
+        view.skipped[jid] = "released by the bridge but not pinned: held again once overdue"
+
+
+def ask_of(j: dict[str, Any], nodes: int) -> Ask:
+    """How Slurm will lay this job's CPUs out (see `Ask`)."""
+    total, tasks = max(int(j.get("cpus") or 1), nodes), int(j.get("tasks") or 0)
+    per_task = int(j.get("cpus_per_task") or 0)  # 22.05's squeue leaves it null: CPUs over tasks
+    if per_task < 1:
+        per_task = total // tasks if tasks and total % tasks == 0 else 1
+    fixed = nodes == 1 or int(j.get("tasks_per_node") or 0) > 0
+    return Ask(total, per_task, fixed)
 
 
 def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
@@ -137,9 +226,9 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
 def unmapped(j: dict[str, Any]) -> str:
     """What a job asks that the wire cannot say ("" when nothing): such a job is left held, and
     the reason logged, rather than started with part of its request dropped."""
-    for key, what in (("het_job_id", "heterogeneous job"), ("array_task_string", "job array"),
-                      ("licenses", "licenses"), ("required_nodes", "a node list"),
-                      ("excluded_nodes", "excluded nodes"), ("resv_name", "a reservation")):
+    for key, what in (("het_job_id", "heterogeneous job"), ("licenses", "licenses"),
+                      ("required_nodes", "a node list"), ("excluded_nodes", "excluded nodes"),
+                      ("resv_name", "a reservation")):
         if j.get(key):
             return f"asks for {what} ({j[key]}): not mapped, left held"
     return ""
@@ -226,23 +315,30 @@ def running_in(j: dict[str, Any], threads: dict[str, int], now: float) -> dict[s
             "start_time": start, "walltime_s": wall}
 
 
-def released_in(j: dict[str, Any], when: float, now: float,
-                caps: dict[str, dict[str, int]]) -> dict[str, Any]:
+def released_in(j: dict[str, Any], when: float, now: float, caps: dict[str, dict[str, int]],
+                layout: dict[str, int] | None = None) -> dict[str, Any]:
     """A job the bridge released that Slurm has not started yet: it holds its chosen nodes (all of
-    each, when exclusive)."""
+    each, when exclusive), with the CPUs the bridge expects Slurm to give it on each (`layout`,
+    else the same on every node)."""
     p = pending_in(j, allow_nodes=True)
-    per = {"cpu": p["cpu"], "mem_mib": p.get("mem_mib", 0), "gpu": p["gpu"]}
-    if p.get("mem_mib_per_cpu"):
-        per["mem_mib"] = p["mem_mib_per_cpu"] * p["cpu"]
     nodes = expand(j.get("required_nodes") or "")
-    alloc = [{"node": n, **(caps[n] if p["exclusive"] and n in caps else per)} for n in nodes]
+    alloc = [{"node": n, **(caps[n] if p["exclusive"] and n in caps else _per_node(p, (layout or {}).get(n)))}
+             for n in nodes]
     return {"id": p["id"], "queue": p["queue"], "allocation": alloc, "start_time": min(when, now),
             "walltime_s": p["walltime_s"] + max(0.0, now - when)}
+
+
+def _per_node(p: dict[str, Any], cpu: int | None) -> dict[str, int]:
+    cpu = cpu or p["cpu"]
+    mem = p["mem_mib_per_cpu"] * cpu if p.get("mem_mib_per_cpu") else p.get("mem_mib", 0)
+    return {"cpu": cpu, "mem_mib": mem, "gpu": p["gpu"]}
 
 
 def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
     """A pending job as a wire PendingJobIn; ValueError when a request cannot be said there."""
     nodes = max(1, int(j.get("node_count") or 1))
+    if int(j.get("max_nodes") or 0) > 0:  # Slurm's node count of a pending job is its estimate
+        nodes = min(nodes, int(j["max_nodes"]))
     cpu = max(int(j.get("minimum_cpus_per_node") or 1), math.ceil(int(j.get("cpus") or 1) / nodes))
     features = j.get("features") or ""
     if any(c in features for c in "|[]*"):

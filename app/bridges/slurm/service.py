@@ -16,6 +16,18 @@ Decide = Callable[[ScheduleRequest], ScheduleResponse]
 TENANT = "public"
 
 
+class RefusedError(ValueError):
+    """The service refused the request (422): `details` as its body lists them (loc, msg, type)."""
+
+    def __init__(self, details: list[dict[str, Any]]) -> None:
+        self.details = details
+        super().__init__("; ".join(f"{'.'.join(map(str, d['loc']))}: {d['msg']}" for d in details)[:1000])
+
+
+class ClusterLostError(StaleCacheError):
+    """POST /schedule named a cluster the service no longer has (404 `cluster_unknown`)."""
+
+
 class InProcess:
     """The service's own use cases, called directly, with an in-process cluster cache."""
 
@@ -27,8 +39,15 @@ class InProcess:
 
     def __call__(self, req: ScheduleRequest) -> ScheduleResponse:
         from app import service
+        from app.errors import ClusterUnknownError, InputError
 
-        return service.schedule(req, clusters=self.clusters)
+        try:
+            return service.schedule(req, clusters=self.clusters)
+        except InputError as exc:
+            details = [{"loc": list(e.loc), "msg": e.msg, "type": e.type} for e in exc.errors]
+            raise RefusedError(details) from exc
+        except ClusterUnknownError as exc:
+            raise ClusterLostError(str(exc)) from exc
 
     def put(self, cluster_id: str, body: ClusterPut) -> int:
         from app import service
@@ -65,6 +84,10 @@ class OverHttp:
                                    headers=headers)
         if resp.status_code in (404, 409) and method == "PATCH":
             raise StaleCacheError(f"{method} {path}: {resp.status_code}")
+        if resp.status_code == 404 and _detail_type(resp) == "cluster_unknown":
+            raise ClusterLostError(f"{method} {path}: 404 cluster_unknown")
+        if resp.status_code == 422 and isinstance(_details(resp), list):
+            raise RefusedError(_details(resp))
         if resp.status_code >= 400:
             raise httpx.HTTPStatusError(f"{method} {path}: {resp.status_code} {resp.text[:500]}",
                                         request=resp.request, response=resp)
@@ -82,6 +105,18 @@ class OverHttp:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _details(resp: httpx.Response) -> Any:
+    try:
+        return resp.json().get("detail")
+    except ValueError:
+        return None
+
+
+def _detail_type(resp: httpx.Response) -> str:
+    detail = _details(resp)
+    return str(detail[0].get("type")) if isinstance(detail, list) and detail else ""
 
 
 def over_http(url: str, api_key: str | None = None, timeout_s: float = 120.0) -> OverHttp:
