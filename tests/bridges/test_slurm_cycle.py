@@ -207,3 +207,23 @@ def test_job_counters_from_sdiag() -> None:
     assert job_counters(text.replace("Jobs pending:   9", "Jobs pending:   8")) == "12/3/1/0/0"
     assert job_counters(text.replace("Jobs completed: 1", "Jobs completed: 2")) == "12/3/2/0/0"
 
+
+
+def test_shadow_mode_logs_both_plans(tmp_path: Path) -> None:
+    """Shadow mode's --log keeps, each cycle, the service's plan and Slurm's own (`squeue --start`)
+    for every job either plans."""
+    from app.bridges.slurm.cli import _show
+
+    b = _bridge(tmp_path, dry_run=True)
+    rep = b.cycle()
+    assert rep.response is not None
+    first = rep.response.starts[0].job_id
+    plan = f"{first} 2026-11-26T15:00:00 n[1-2] (Resources)\n99999 N/A (null) (Priority)\n"
+    b.runner.plan = plan  # type: ignore[attr-defined]
+    _show(b, rep)
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    plans = next(e for e in events if e["event"] == "shadow")["plans"]
+    assert plans[first]["slurm"].startswith("2026-11-26T15:00:00 n[1-2]")
+    assert "now on" in plans[first]["hpcsched"]
+    assert plans["99999"] == {"hpcsched": "-", "slurm": "N/A (null) (Priority)"}
+    assert {p.job_id for p in rep.response.pending} <= set(plans)

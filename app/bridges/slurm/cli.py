@@ -32,7 +32,7 @@ from app.bridges.slurm.reconcile import START_BOUND_S
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
 from app.bridges.slurm.runner import CommandRunner, Runner
 from app.bridges.slurm.service import in_process, over_http
-from app.bridges.slurm.shadow import table
+from app.bridges.slurm.shadow import both_plans, table
 from app.bridges.slurm.state import BridgeState, state_path
 
 slurm_cli = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
@@ -95,9 +95,12 @@ def _show(bridge: Bridge, rep: CycleReport) -> None:
                   f"{rep.commands} commands, {len(rep.errors)} errors ({times})")
     if bridge.dry_run and rep.response is not None:
         try:
-            console.print(table(rep.response, bridge.runner.slurm_plan()))
+            slurm_text = bridge.runner.slurm_plan()
         except Exception as exc:  # noqa: BLE001 - Slurm's plan is a courtesy
             console.print(f"(Slurm's own plan not read: {exc})")
+            slurm_text = ""
+        console.print(table(rep.response, slurm_text))
+        bridge.event("shadow", plans=both_plans(rep.response, slurm_text))
 
 
 @slurm_cli.command()

@@ -245,6 +245,10 @@ class Bridge:
             return False
 
     def _event(self, event: str, **data: Any) -> None:
+        self.event(event, **data)
+
+    def event(self, event: str, **data: Any) -> None:
+        """One JSON line in the `--log` file (when there is one)."""
         if self.events is None:
             return
         with self.events.open("a") as f:

@@ -36,6 +36,13 @@ def service_plan(resp: ScheduleResponse) -> dict[str, str]:
     return out
 
 
+def both_plans(resp: ScheduleResponse, slurm_text: str) -> dict[str, dict[str, str]]:
+    """Job id -> {"hpcsched": the service's plan, "slurm": Slurm's own (`squeue --start`)}: what shadow
+    mode's `--log` keeps each cycle, for every job either side plans."""
+    ours, theirs = service_plan(resp), slurm_starts(slurm_text)
+    return {j: {"hpcsched": ours.get(j, "-"), "slurm": theirs.get(j, "-")} for j in sorted({*ours, *theirs})}
+
+
 def table(resp: ScheduleResponse, slurm_text: str, limit: int = 50) -> Table:
     ours, theirs = service_plan(resp), slurm_starts(slurm_text)
     t = terminal.table("job", "hpcsched would", "Slurm plans (squeue --start)",
