@@ -20,7 +20,7 @@ import typer
 from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli_common import Kill, Size, UnknownRun, ZeroRun
+from app.cli_common import Kill, RaiseToRun, Size, UnknownRun, ZeroRun
 from app.sim import tune as t
 from app.sim.sweep import Task, dask_client, run_sweep
 from app.sim.workload import Workload
@@ -51,7 +51,7 @@ def tune(trace: Trace,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
-         size: Size = "allocated", kill_at_request: Kill = False,
+         size: Size = "larger", kill_at_request: Kill = False, raise_to_run: RaiseToRun = False,
          unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
          results: Results = Path("tune.jsonl"), json_out: JsonOut = Path("tune.json"),
          plots: PlotDir = Path("tune-plots")) -> None:
@@ -62,7 +62,7 @@ def tune(trace: Trace,
     candidates = _checked(lambda: t.settings(t.parse_space(space)), "--space")
     for s in candidates:
         _checked(lambda s=s: t.params_of(s.policy), "--space")
-    reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
+    reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = base.load(trace, nodes, cores_per_node, 0, jobs, reading=reading)
     train, held = _checked(lambda: t.split(w, train_fraction), "--train-fraction")
     report = run_tuning(train, held, goal, candidates, results, scheduler, workers)
