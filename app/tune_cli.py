@@ -76,7 +76,8 @@ def tune(trace: Trace,
     files = draw(report, plots)
     console.print(f"wrote {json_out}, {results}, " + ", ".join(map(str, files)))
     rec = report["recommendation"]
-    console.print(f"[bold]{'recommended' if rec['recommend'] else 'keep EASY'}:[/] {rec['why']}")
+    console.print(f"[bold]recommended {rec['label']}:[/] {rec['why']}" if rec["recommend"]
+                  else f"[bold]{rec['why']}[/]")
     console.print("[bold]policy block for POST /schedule:[/]")
     console.print_json(json.dumps({"policy": report["policy"]}))
     if rec["recommend"] and rec["predicted"]:
