@@ -23,7 +23,7 @@ from rich.console import Group
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from app.bridges.slurm.cli import slurm_cli
-from app.cli_common import Kill, Size, UnknownRun, ZeroRun
+from app.cli_common import Kill, RaiseToRun, Size, UnknownRun, ZeroRun
 from app.convert import params_from_wire
 from app.sched.params import CommonParams
 from app.sim.metrics import per_queue, run_metrics
@@ -101,10 +101,10 @@ def take_predicted(pairs: list[str]) -> tuple[list[str], bool]:
     return rest, predicted
 
 
-def reading_of(size: str = "allocated", kill_at_request: bool = False, unknown_runtime: str = "ten_seconds",
-               zero_runtime: str = "drop") -> Reading:
+def reading_of(size: str = "larger", kill_at_request: bool = False, unknown_runtime: str = "ten_seconds",
+               zero_runtime: str = "drop", raise_to_run: bool = False) -> Reading:
     """The log reading the options ask for (the conventional one by default)."""
-    return Reading(size, kill_at_request, unknown_runtime, zero_runtime)
+    return Reading(size, kill_at_request, raise_to_run, unknown_runtime, zero_runtime)
 
 
 def load(trace: Path, nodes: int | None, cores: int, memory: int, jobs: int | None,
@@ -198,12 +198,12 @@ def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[
 def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes: Nodes = None,
              cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
              split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
-             size: Size = "allocated", kill_at_request: Kill = False,
+             size: Size = "larger", kill_at_request: Kill = False, raise_to_run: RaiseToRun = False,
              unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
              reservations: Reservations = True, json_out: JsonOut = Path("simulate.json")) -> None:
     """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
     name, params = policy_params(policy, param)
-    reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
+    reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
     result, seconds = run(w, name, params, predict_runtimes, reservations)
     out = report(w, {name: (result, seconds)})
@@ -222,7 +222,7 @@ def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes:
 def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param: Params = None,
             nodes: Nodes = None, cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
             split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
-            size: Size = "allocated", kill_at_request: Kill = False,
+            size: Size = "larger", kill_at_request: Kill = False, raise_to_run: RaiseToRun = False,
             unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
             reservations: Reservations = True, plots: PlotDir = Path("plots"),
             json_out: JsonOut = Path("compare.json")) -> None:
@@ -232,7 +232,7 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
         name, pairs = policy_spec(label)
         pairs, predicted = take_predicted(pairs)
         chosen.append((label, *policy_params(name, pairs + (param or [])), predicted or predict_runtimes))
-    reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
+    reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
     results = {label: run(w, name, params, predicted, reservations)
                for label, name, params, predicted in chosen}

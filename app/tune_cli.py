@@ -1,12 +1,13 @@
-"""`hpcsched tune TRACE`: choose a policy on the first part of a trace, report it on the rest.
+"""`hpcsched tune TRACE`: choose a policy on one window of a trace, judge it on the next, fold after fold.
 
-    hpcsched tune trace.swf                                    # bsld, half for training, all cores
-    hpcsched tune trace.swf --objective mix:bsld=0.7,wait=0.3 --train-fraction 0.6
+    hpcsched tune trace.swf                                    # guarded bsld, 3 rolling folds, all cores
+    hpcsched tune trace.swf --objective guarded:max=3,p99=1.2 --folds 5
     hpcsched tune trace.swf --objective maxwait-cap:172800 --space 'order=f1,sjf;reservation_depth=1,2'
     hpcsched tune trace.swf --scheduler tcp://head:8786        # an existing Dask cluster
 
 Writes the results of every replay as they come (`--results`, JSONL: a rerun resumes from it), the
-report (`--json`) and plots (`--plots`), and ends with the `policy` block for POST /schedule.
+report (`--json`) and plots (`--plots`), and ends with the `policy` block for POST /schedule: the
+latest fold's choice when every fold's choice beat EASY on its held-out window, else EASY's.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import typer
 from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from app.cli_common import Kill, Size, UnknownRun, ZeroRun
+from app.cli_common import Kill, RaiseToRun, Size, UnknownRun, ZeroRun
 from app.sim import tune as t
 from app.sim.sweep import Task, dask_client, run_sweep
 from app.sim.workload import Workload
@@ -28,10 +29,13 @@ from app.terminal import console as terminal
 from app.terminal import tables
 
 console = terminal()
-HELD_OUT_COLUMNS = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_max")
+HELD_OUT_COLUMNS = ("bsld", "wait", "wait_p99", "wait_max", "utilisation", "bsld_worst1")
 
-Objective = Annotated[str, typer.Option(help="bsld | wait | mix:bsld=0.7,wait=0.3 | maxwait-cap:SECONDS")]
-TrainFraction = Annotated[float, typer.Option(help="share of the jobs (the first ones) to choose on")]
+Objective = Annotated[str, typer.Option(help="guarded (lowest mean bsld, longest wait <= 2x and p99 wait <= "
+                                             "1x EASY's) | guarded:max=F,p99=F | bsld | wait | "
+                                             "mix:bsld=0.7,wait=0.3 | maxwait-cap:SECONDS")]
+Folds = Annotated[int, typer.Option(help="rolling folds: the trace cut into FOLDS + 1 windows in submit "
+                                         "order; fold i chooses on window i and is judged on window i + 1")]
 Space = Annotated[str, typer.Option(help="replace dimensions of the search space: 'order=fcfs,f1;"
                                          "reservation_depth=1,2;predicted=false' (any priority parameter)")]
 Workers = Annotated[int | None, typer.Option(help="local Dask worker processes (default: every core)")]
@@ -46,34 +50,37 @@ Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists
 
 
 def tune(trace: Trace,
-         objective: Objective = "bsld", train_fraction: TrainFraction = 0.5, space: Space = "",
+         objective: Objective = "guarded", folds: Folds = 3, space: Space = "",
          workers: Workers = None, scheduler: Scheduler = None,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
-         size: Size = "allocated", kill_at_request: Kill = False,
+         size: Size = "larger", kill_at_request: Kill = False, raise_to_run: RaiseToRun = False,
          unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
          results: Results = Path("tune.jsonl"), json_out: JsonOut = Path("tune.json"),
          plots: PlotDir = Path("tune-plots")) -> None:
-    """Search policy settings on the first part of TRACE; report the choice on the part it did not see."""
+    """Search policy settings on each window of TRACE; judge each choice on the next window."""
     from app import cli as base  # the shared trace loading (imported here: app.cli registers this command)
 
     goal = _checked(lambda: t.parse_objective(objective), "--objective")
     candidates = _checked(lambda: t.settings(t.parse_space(space)), "--space")
     for s in candidates:
         _checked(lambda s=s: t.params_of(s.policy), "--space")
-    reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime)
+    reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = base.load(trace, nodes, cores_per_node, 0, jobs, reading=reading)
-    train, held = _checked(lambda: t.split(w, train_fraction), "--train-fraction")
-    report = run_tuning(train, held, goal, candidates, results, scheduler, workers)
-    report |= {"trace": trace.name, "jobs": len(w.jobs), "notes": w.notes, "train_fraction": train_fraction}
+    parts = _checked(lambda: t.rolling(w, folds), "--folds")
+    report = run_tuning(parts, goal, candidates, results, scheduler, workers)
+    report |= {"trace": trace.name, "jobs": len(w.jobs), "notes": w.notes}
     show(report)
     json_out.write_text(json.dumps(report, indent=1))
     files = draw(report, plots)
     console.print(f"wrote {json_out}, {results}, " + ", ".join(map(str, files)))
+    rec = report["recommendation"]
+    console.print(f"[bold]recommended {rec['label']}:[/] {rec['why']}" if rec["recommend"]
+                  else f"[bold]{rec['why']}[/]")
     console.print("[bold]policy block for POST /schedule:[/]")
     console.print_json(json.dumps({"policy": report["policy"]}))
-    if report["chosen"]["predicted"]:
+    if rec["recommend"] and rec["predicted"]:
         console.print("[yellow]the choice tells the scheduler predicted run times:[/] send the prediction as "
                       "each job's walltime_s (the request scaled by the user's last two run/request ratios)")
 
@@ -85,22 +92,31 @@ def _checked(fn: Any, hint: str) -> Any:
         raise typer.BadParameter(str(exc), param_hint=hint) from exc
 
 
-def run_tuning(train: Workload, held: Workload, goal: t.Objective, candidates: list[t.Setting],
+def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candidates: list[t.Setting],
                results: Path, scheduler: str | None = None, workers: int | None = None) -> dict[str, Any]:
-    """The sweep on `train`, the choice from it alone, then the chosen setting and the baselines on
-    `held`; as the report's dictionary."""
+    """Per fold, the sweep on its train window and the choice from it alone; then each choice and the
+    baselines on its held-out window; as the report's dictionary. Every fold's train sweep runs in one
+    batch, and every held-out replay in a second (none is submitted before every choice is made)."""
     easy, firstfit = t.Setting(t.EASY), t.Setting(t.FIRSTFIT)
     pool = list({s.key: s for s in [easy, firstfit, *candidates]}.values())
-    stamps = {"train": t.fingerprint(train, {}), "held_out": t.fingerprint(held, {})}
+    windows = {}
+    for i, (train, held) in enumerate(parts, start=1):
+        windows[f"train{i}"], windows[f"held_out{i}"] = train, held
+    stamps = {part: t.fingerprint(w, {}) for part, w in windows.items()}
     with dask_client(scheduler, workers) as client:
-        got = _swept(client, [Task("train", s) for s in pool], {"train": train}, stamps, results, "train")
-        train_m = {k: rec["measures"] for (_, k), rec in got.items()}
-        chosen_key = t.choose(goal, train_m, easy.key)  # the held-out part is not replayed yet
-        chosen = next(s for s in pool if s.key == chosen_key)
-        finals = list({s.key: s for s in (chosen, easy, firstfit)}.values())
-        tested = _swept(client, [Task("held_out", s, detail=True) for s in finals], {"held_out": held},
-                        stamps, results, "held out")
-    return _report(goal, pool, got, tested, chosen, easy, firstfit, train_m)
+        trains = {f"train{i}": windows[f"train{i}"] for i in range(1, len(parts) + 1)}
+        got = _swept(client, [Task(part, s) for part in trains for s in pool], trains, stamps, results,
+                     "train")
+        folds = []
+        for i in range(1, len(parts) + 1):
+            train_m = {s.key: got[(f"train{i}", s.key)]["measures"] for s in pool}
+            chosen_key = t.choose(goal, train_m, easy.key)  # the held-out window is not replayed yet
+            folds.append((train_m, next(s for s in pool if s.key == chosen_key)))
+        tasks = [Task(f"held_out{i}", s, detail=True) for i, (_, chosen) in enumerate(folds, start=1)
+                 for s in {s.key: s for s in (chosen, easy, firstfit)}.values()]
+        helds = {f"held_out{i}": windows[f"held_out{i}"] for i in range(1, len(parts) + 1)}
+        tested = _swept(client, tasks, helds, stamps, results, "held out")
+    return _report(goal, pool, got, tested, folds, parts, easy, firstfit)
 
 
 def _swept(client: Any, tasks: list[Task], workloads: dict[str, Workload], stamps: dict[str, str],
@@ -118,39 +134,73 @@ def _swept(client: Any, tasks: list[Task], workloads: dict[str, Workload], stamp
 
 
 def _report(goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str], Any],
-            tested: dict[tuple[str, str], Any], chosen: t.Setting, easy: t.Setting, firstfit: t.Setting,
-            train_m: dict[str, dict[str, float]]) -> dict[str, Any]:
-    base = train_m[easy.key]
-    rows = sorted(({"label": s.label(), "key": s.key, "score": t.score(goal, train_m[s.key], base),
-                    "seconds": got[("train", s.key)]["seconds"], **train_m[s.key]} for s in pool),
-                  key=lambda r: (r["score"], r["key"]))
-    held = {name: tested[("held_out", s.key)] for name, s in
-            (("chosen", chosen), ("easy", easy), ("firstfit", firstfit))}
+            tested: dict[tuple[str, str], Any], folds: list[tuple[dict[str, Any], t.Setting]],
+            parts: list[tuple[Workload, Workload]], easy: t.Setting, firstfit: t.Setting) -> dict[str, Any]:
+    out_folds = [_fold(goal, i, pool, got, tested, train_m, chosen, parts[i - 1], easy, firstfit)
+                 for i, (train_m, chosen) in enumerate(folds, start=1)]
+    recommend, why = t.verdict(goal, [(f["held_out"]["chosen"], f["held_out"]["easy"]) for f in out_folds])
+    latest = folds[-1][1]
+    kept = latest if recommend else easy
     return {
-        "objective": goal.describe(), "settings": len(pool),
-        "chosen": {"label": chosen.label(), "policy": dict(chosen.policy), "predicted": chosen.predicted},
-        "train": [{k: (None if isinstance(v, float) and math.isinf(v) else v) for k, v in r.items()}
-                  for r in rows],
-        "held_out": {name: rec["measures"] for name, rec in held.items()},
-        "held_out_waits": {name: rec["waits"] for name, rec in held.items()},
-        "gain_vs_easy": {"measure": t.main_measure(goal), "train": t.gain(goal, train_m[chosen.key], base),
-                         "held_out": t.gain(goal, held["chosen"]["measures"], held["easy"]["measures"])},
-        "policy": dict(chosen.policy),
+        "objective": goal.describe(),
+        "guard": {"max_wait_factor": goal.max_factor, "p99_wait_factor": goal.p99_factor},
+        "settings": len(pool), "folds": out_folds,
+        "recommendation": {"recommend": recommend, "why": why, "label": kept.label(),
+                           "predicted": kept.predicted, "latest_choice": latest.label()},
+        "policy": dict(kept.policy),
     }
 
 
-def show(report: dict[str, Any], top: int = 10) -> None:
-    columns = ("score", "bsld", "wait", "utilisation", "bsld_worst1", "wait_max", "seconds")
-    tried = [(r["label"], [_fmt(r.get(c)) for c in columns]) for r in report["train"][:top]]
-    names = {"chosen": f"chosen: {report['chosen']['label']}", "easy": "EASY", "firstfit": "FirstFit"}
-    held = [(names[name], [_fmt(m[c]) for c in HELD_OUT_COLUMNS]) for name, m in report["held_out"].items()]
-    console.print(*tables(f"train: {report['settings']} settings, best {top} by {report['objective']}",
-                          "setting", columns, tried, console.width),
-                  *tables("held-out part (never used to choose)", "policy", HELD_OUT_COLUMNS, held,
-                          console.width))
-    g = report["gain_vs_easy"]
-    console.print(f"the choice against EASY ({g['measure']}): {_lower(g['train'])} on the train part, "
-                  f"[bold]{_lower(g['held_out'])} on the held-out part[/]")
+def _fold(goal: t.Objective, i: int, pool: list[t.Setting], got: dict[tuple[str, str], Any],
+          tested: dict[tuple[str, str], Any], train_m: dict[str, dict[str, float]], chosen: t.Setting,
+          part: tuple[Workload, Workload], easy: t.Setting, firstfit: t.Setting) -> dict[str, Any]:
+    """One fold of the report: its windows, train rows (best first), choice, held-out measures."""
+    base = train_m[easy.key]
+    rows = sorted(({"label": s.label(), "key": s.key, "score": t.score(goal, train_m[s.key], base),
+                    "seconds": got[(f"train{i}", s.key)]["seconds"], **train_m[s.key]} for s in pool),
+                  key=lambda r: (r["score"], r["key"]))
+    held = {name: tested[(f"held_out{i}", s.key)] for name, s in
+            (("chosen", chosen), ("easy", easy), ("firstfit", firstfit))}
+    measures = {name: rec["measures"] for name, rec in held.items()}
+    train, test = part
+    return {
+        "fold": i, "train_jobs": [train.jobs[0].id, train.jobs[-1].id, len(train.jobs)],
+        "held_out_jobs": [test.jobs[0].id, test.jobs[-1].id, len(test.jobs)],
+        "chosen": {"label": chosen.label(), "policy": dict(chosen.policy), "predicted": chosen.predicted},
+        "train": [{k: _finite(v) for k, v in r.items()} for r in rows],
+        "held_out": measures,
+        "held_out_waits": {name: rec["waits"] for name, rec in held.items()},
+        "guard_broken": not t.guard_holds(goal, measures["chosen"], measures["easy"]),
+        "beats_easy": t.beats_easy(goal, measures["chosen"], measures["easy"]),
+        "gain_vs_easy": {"measure": t.main_measure(goal), "train": t.gain(goal, train_m[chosen.key], base),
+                         "held_out": t.gain(goal, measures["chosen"], measures["easy"])},
+    }
+
+
+def _finite(v: Any) -> Any:
+    return None if isinstance(v, float) and math.isinf(v) else v
+
+
+def show(report: dict[str, Any], top: int = 5) -> None:
+    columns = ("score", "bsld", "wait", "wait_p99", "wait_max", "utilisation", "seconds")
+    last = report["folds"][-1]
+    tried = [(r["label"], [_fmt(r.get(c)) for c in columns]) for r in last["train"][:top]]
+    console.print(*tables(f"fold {last['fold']}'s train window: {report['settings']} settings, best {top} by "
+                          f"{report['objective']}", "setting", columns, tried, console.width))
+    names = {"chosen": "chosen", "easy": "EASY", "firstfit": "FirstFit"}
+    rows = []
+    for f in report["folds"]:
+        for name, m in f["held_out"].items():
+            label = f"{f['fold']} {names[name]}" + (f": {f['chosen']['label']}" if name == "chosen" else "")
+            flag = ("guard broken" if f["guard_broken"] else "beats EASY" if f["beats_easy"] else "no gain")
+            rows.append((label, [_fmt(m[c]) for c in HELD_OUT_COLUMNS] + [flag if name == "chosen" else ""]))
+    console.print(*tables("held-out windows (never used to choose): each fold's choice against EASY", "fold",
+                          (*HELD_OUT_COLUMNS, "verdict"), rows, console.width))
+    for f in report["folds"]:
+        g = f["gain_vs_easy"]
+        console.print(f"fold {f['fold']}: the choice against EASY ({g['measure']}): {_lower(g['train'])} on "
+                      f"its train window, [bold]{_lower(g['held_out'])} on its held-out window[/]"
+                      + (" [red](guard broken on the held-out window)[/]" if f["guard_broken"] else ""))
     for note in report.get("notes", []):
         console.print(f"[yellow]note:[/] {note}")
 
@@ -166,7 +216,8 @@ def _fmt(v: Any) -> str:
 
 
 def draw(report: dict[str, Any], folder: Path) -> list[Path]:
-    """The held-out waits' CDF, the held-out measures relative to EASY, and the train scores."""
+    """The latest fold's held-out waits' CDF, each fold's held-out measures relative to EASY, and the
+    latest fold's train scores."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -174,24 +225,30 @@ def draw(report: dict[str, Any], folder: Path) -> list[Path]:
     import numpy as np
 
     folder.mkdir(parents=True, exist_ok=True)
+    last = report["folds"][-1]
     fig, ax = plt.subplots(figsize=(8, 5))
-    for name, waits in report["held_out_waits"].items():
+    for name, waits in last["held_out_waits"].items():
         x = np.sort(np.maximum(waits, 1.0))
         ax.step(x, np.arange(1, x.size + 1) / max(x.size, 1), where="post", label=name)
-    ax.set(xscale="log", xlabel="wait (s)", ylabel="share of held-out jobs waiting at most this long")
+    ax.set(xscale="log", xlabel="wait (s)",
+           ylabel=f"share of fold {last['fold']}'s held-out jobs waiting at most this long")
     files = [_save(fig, ax, folder / "held_out_wait_cdf.png")]
     fig, ax = plt.subplots(figsize=(9, 4))
-    easy = report["held_out"]["easy"]
-    for i, name in enumerate(report["held_out"]):
-        ratios = [report["held_out"][name][c] / easy[c] if easy[c] else 1.0 for c in HELD_OUT_COLUMNS]
-        ax.bar(np.arange(len(HELD_OUT_COLUMNS)) + 0.27 * (i - 1), ratios, 0.27, label=name)
+    width = 0.8 / len(report["folds"])
+    for i, f in enumerate(report["folds"]):
+        easy, chosen = f["held_out"]["easy"], f["held_out"]["chosen"]
+        ratios = [chosen[c] / easy[c] if easy[c] else 1.0 for c in HELD_OUT_COLUMNS]
+        ax.bar(np.arange(len(HELD_OUT_COLUMNS)) + width * (i - (len(report["folds"]) - 1) / 2), ratios, width,
+               label=f"fold {f['fold']}: chosen / EASY")
+    ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(HELD_OUT_COLUMNS)), HELD_OUT_COLUMNS)
     ax.set(ylabel="relative to EASY (held out)")
     files.append(_save(fig, ax, folder / "held_out_vs_easy.png"))
     fig, ax = plt.subplots(figsize=(9, 4))
-    scores = [r["score"] for r in report["train"] if r["score"] is not None]
+    scores = [r["score"] for r in last["train"] if r["score"] is not None and r["score"] < 1e12]
     ax.bar(range(len(scores)), scores)
-    ax.set(xlabel="settings, best first", ylabel=f"train score ({report['objective']})")
+    ax.set(xlabel="settings within the guard, best first",
+           ylabel=f"fold {last['fold']} train score ({report['objective']})")
     files.append(_save(fig, ax, folder / "train_scores.png"))
     return files
 

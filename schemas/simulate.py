@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from schemas.common import MAX_CPU, MAX_MEM_MIB, MAX_NODES, TIME_BOUND, Strict
 from schemas.policies import EasyPolicy, PolicySpec
@@ -25,17 +25,29 @@ class MachineIn(Strict):
 
 
 class SwfReadingIn(Strict):
-    """How the trace's jobs are read; the defaults are the community simulators' conventions."""
+    """How the trace's jobs are read; by default the scheduler is told only what it knows at submit time,
+    after SchedGym's conventions."""
 
-    size: Literal["allocated", "requested"] = Field(
-        "allocated", description="which processor count sizes a job (the other one when it is missing)")
+    size: Literal["larger", "allocated", "requested"] = Field(
+        "larger", description="which processor count sizes a job: the larger of allocated and requested "
+        "(SchedGym's rule), or the one named (the other one when it is missing)")
     kill_at_request: bool = Field(
-        False, description="a job that ran past its requested time is killed there; by default it runs its "
-        "recorded time and the scheduler is told the request raised to it")
+        False, description="a job that ran past its requested time is killed there; by default the "
+        "scheduler is told the request and the job runs its recorded time")
+    raise_to_run: bool = Field(
+        False, description="tell the scheduler the run time of a job that ran past its request (the "
+        "request raised to it): a knowledge of the future no scheduler has")
     unknown_runtime: Literal["ten_seconds", "drop"] = Field(
         "ten_seconds", description="jobs whose run time is -1 (cancelled while waiting) count as 10 s jobs, "
         "or are left out")
     zero_runtime: Literal["drop", "keep"] = Field("drop", description="jobs whose run time is 0 s")
+
+    @model_validator(mode="after")
+    def _one_overrun_rule(self) -> SwfReadingIn:
+        if self.kill_at_request and self.raise_to_run:
+            raise ValueError("kill_at_request and raise_to_run exclude each other: a job killed at its "
+                             "request never runs past it")
+        return self
 
 
 class SimJobIn(Strict):

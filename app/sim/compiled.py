@@ -644,7 +644,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                 _take(free, cnt_ge, nodes, c, m, -1)
                 for i in range(n):
                     assigned[node_off[j] + i] = nodes[i]
-                real[START, j], real[END, j] = now, now + min(real[RUN, j], real[ESTIMATE, j])
+                real[START, j], real[END, j] = now, now + real[RUN, j]
                 backfilled[j], expect[j] = n_reserved > 0, now + told
                 started[counts[0]] = j
                 running[counts[1]], run_at[j] = j, counts[1]

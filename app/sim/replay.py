@@ -7,8 +7,10 @@ rebuilt at every instant; the running jobs with their estimates), starts what it
 moves to the next instant. It skips the question when no pending job finds enough free nodes: no
 policy can start anything then, so the answer is known. Where it is proven for the policy, it hands
 `decide` only the pending jobs that can change the answer (`app.sim.shortlist`). A job ends at
-start + its real run time, or is killed at start + its estimate if it runs longer (the workload's
-estimates are never shorter than the run time unless it was read with `kill_at_request`). All jobs
+start + its run time (`SimJob.run`: the reading has already cut it at the request where the log is
+read with `kill_at_request`). A job told less than it runs (its request, in the default reading of a
+log) overruns it: the scheduler keeps its told end, and the core counts an overrunning job's nodes
+as freed at the next instant of its time grain, as it would for a real one. All jobs
 share one partition, "default", unless the machine is split among the trace's queues
 (`Machine.queues`): then a job waits in its trace queue and, when the policy migrates it, the replay
 moves it to the new queue for good, as a resource manager would (it is sent as migrated from then on).
@@ -292,7 +294,7 @@ class _Replay:
         share = (j.cpu, j.mem_mib, 0)
         self.running[s.job_id] = RunningJob(s.job_id, s.queue, tuple([(n, share) for n in s.node_ids]),
                                         now, told.walltime_s, migrated)
-        end = now + min(j.run, j.estimate)
+        end = now + j.run
         heapq.heappush(self.ends, (end, s.job_id))
         if end > now + told.walltime_s:
             heapq.heappush(self.overdue, (now + told.walltime_s, s.job_id))

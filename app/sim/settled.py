@@ -13,9 +13,11 @@ below, the pass at t1 starts nothing and records no new reservation, so the repl
   since: t0's starts took some, nothing ended) or because it would delay the head's reservation
   (it would end later now, and with one-core nodes the head's reservation holds every free node);
 - a new job cannot start: it finds too few free nodes (the condition);
-- no time-dependent input: run times are not predicted (a told time running out changes what the
-  pass sees), the machine is one partition without balancing, of one-core nodes without memory
-  (the node evaluation and fragment selectors read loads that t0's starts changed: first_fit only).
+- no time-dependent input: run times are not predicted and no job runs past what it is told (a told
+  time running out changes what the pass sees, and an overrunning job's nodes are expected free at
+  the next grain, a time that moves with the instant asked), the machine is one partition without
+  balancing, of one-core nodes without memory (the node evaluation and fragment selectors read loads
+  that t0's starts changed: first_fit only).
 At least one job that waited at t0 must still wait: otherwise a new job would become the head and be
 given its first reservation, which the replay records. Exactness is tested against full replays.
 """
@@ -32,6 +34,8 @@ def applies(w: Workload, policy: str, params: CommonParams | None, predict: bool
     """Whether the rule above holds for this replay."""
     m = w.machine
     if predict or m.queues or m.cores_per_node != 1 or m.mem_mib_per_node or params is None:
+        return False
+    if any(j.run > j.estimate for j in w.jobs):
         return False
     if params.migration is not None or params.selector != "first_fit" or params.reservation_depth != 1:
         return False

@@ -26,7 +26,7 @@ from app.sim.workload import Workload
 
 @dataclass(frozen=True, slots=True)
 class Task:
-    part: str  # which workload: "train" or "held_out"
+    part: str  # which workload: a fold's train or held-out window ("train1", "held_out1", ...)
     setting: Setting
     detail: bool = False  # also return each job's wait (for the plots)
 

@@ -1,16 +1,25 @@
-"""Tune a policy on a site's own trace: search settings on the first part, report on the rest.
+"""Tune a policy on a site's own trace: search settings on one part, judge the choice on the next.
 
 A *setting* is a policy block as `POST /schedule` takes it (`{"name": ..., "params": {...}}`) plus
-whether the scheduler is told predicted run times. The search replays every setting of the space on
-the *train* part (the first jobs of the trace) and chooses by the administrator's objective, from
-the train results alone; only then are the chosen setting and the two baselines (EASY, FirstFit)
-replayed on the *held-out* part. Nothing of the held-out part reaches `choose`, so altering it cannot
-change the choice (tested).
+whether the scheduler is told predicted run times. Validation is rolling (`rolling`): the trace is
+cut, in submit order, into `folds + 1` consecutive windows; fold i chooses on window i (*train*) and
+is judged on window i + 1 (*held out*), so every window but the first is held out once and no fold
+judges on a job it chose on. Within a fold, every setting of the space is replayed on the train
+window and the choice is made from those results alone (`choose` reads nothing else: tested); only
+then are the chosen setting and the two baselines (EASY, FirstFit) replayed on the held-out window.
 
-Objectives: `bsld` (mean bounded slowdown, the default), `wait` (mean wait), `mix:bsld=0.7,wait=0.3`
-(a weighted sum of the measures, each divided by EASY's on the train part so units do not weigh),
-`maxwait-cap:SECONDS` (the lowest mean bsld among the settings whose longest wait stays under the
-cap; the shortest longest wait when none does).
+Objectives: `guarded` (the default: the lowest mean bounded slowdown among the settings whose
+longest wait and 99th-percentile wait stay within `max` and `p99` times EASY's on the train window,
+2 and 1 unless `guarded:max=3,p99=1.5` says otherwise; EASY itself always qualifies), `bsld` (mean
+bounded slowdown, no guard), `wait` (mean wait), `mix:bsld=0.7,wait=0.3` (a weighted sum of the
+measures, each divided by EASY's on the train part so units do not weigh), `maxwait-cap:SECONDS`
+(the lowest mean bsld among the settings whose longest wait stays under the cap; the shortest
+longest wait when none does).
+
+A choice *beats EASY* on a held-out window when its mean bsld is lower than EASY's there and the
+guard holds there (its longest and p99 waits within the factors of EASY's on that window); a choice
+breaking the guard on a held-out window is flagged. `verdict` recommends the latest fold's choice
+only when every fold's choice beats EASY on its held-out window; otherwise it says to keep EASY.
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ MAX_RESERVATION_DEPTH = 16  # the largest depth a space may ask for: see DEFAULT
 EASY = {"name": "easy", "params": {"time_grain_s": 1}}
 FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
 SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain"}
-MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_max")
+MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_p99", "wait_max")
+GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's, p99 wait <= EASY's
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +112,18 @@ def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
     return list(out.values())
 
 
-def split(w: Workload, train_fraction: float) -> tuple[Workload, Workload]:
-    """The first jobs (train) and the rest (held out), each replayed from an empty machine."""
-    if not 0 < train_fraction < 1:
-        raise ValueError("the train fraction is between 0 and 1")
-    cut = int(len(w.jobs) * train_fraction)
-    if cut == 0 or cut == len(w.jobs):
-        raise ValueError(f"{len(w.jobs)} jobs cannot be split {train_fraction:g} / {1 - train_fraction:g}")
-    return Workload(w.machine, w.jobs[:cut], w.notes), Workload(w.machine, w.jobs[cut:], w.notes)
+def rolling(w: Workload, folds: int) -> list[tuple[Workload, Workload]]:
+    """(train, held out) per fold: the jobs cut in submit order into `folds + 1` consecutive windows
+    of (nearly) equal size; fold i trains on window i and is judged on window i + 1. Each window is
+    replayed from an empty machine."""
+    if folds < 1:
+        raise ValueError("at least one fold")
+    n = len(w.jobs)
+    cuts = [round(k * n / (folds + 1)) for k in range(folds + 2)]
+    if min(b - a for a, b in itertools.pairwise(cuts)) < 2:
+        raise ValueError(f"{n} jobs cannot be cut into {folds + 1} windows of at least 2 jobs")
+    windows = [Workload(w.machine, w.jobs[a:b], w.notes) for a, b in itertools.pairwise(cuts)]
+    return list(itertools.pairwise(windows))
 
 
 def fingerprint(w: Workload, extra: Mapping[str, Any]) -> str:
@@ -128,7 +142,8 @@ def measures(result: ReplayResult, w: Workload) -> dict[str, float]:
     bslds = np.maximum(1.0, (waits + runs) / np.maximum(runs, BSLD_BOUND_S))
     return {"bsld": m.get("bsld_mean", math.inf), "wait": m.get("wait_mean", math.inf),
             "utilisation": m.get("utilisation", 0.0), "bsld_worst1": _worst(bslds),
-            "wait_worst1": _worst(waits), "wait_max": float(waits.max()) if waits.size else math.inf,
+            "wait_worst1": _worst(waits), "wait_p99": m.get("wait_p99", math.inf),
+            "wait_max": float(waits.max()) if waits.size else math.inf,
             "unstarted": float(len(result.unstarted)), "jobs": float(len(result.records))}
 
 
@@ -167,22 +182,32 @@ def params_of(policy: Mapping[str, Any]) -> tuple[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Objective:
-    kind: str  # bsld | wait | mix | maxwait-cap
+    kind: str  # guarded | bsld | wait | mix | maxwait-cap
     weights: tuple[tuple[str, float], ...] = ()
     cap_s: float = math.inf
+    max_factor: float = GUARD["max"]  # the guard: longest wait within this many times EASY's
+    p99_factor: float = GUARD["p99"]  # ... and the 99th-percentile wait within this many
 
     def describe(self) -> str:
         if self.kind == "mix":
             return "mix: " + " + ".join(f"{w:g}·{m}/EASY" for m, w in self.weights)
         if self.kind == "maxwait-cap":
             return f"lowest mean bsld with every wait under {self.cap_s:,.0f} s"
+        if self.kind == "guarded":
+            return f"lowest mean bsld with {self.guard_text()}"
         return f"lowest mean {self.kind}"
+
+    def guard_text(self) -> str:
+        return (f"longest wait <= {self.max_factor:g}x EASY's and p99 wait <= {self.p99_factor:g}x "
+                "EASY's")
 
 
 def parse_objective(text: str) -> Objective:
     kind, _, rest = text.partition(":")
     if kind in ("bsld", "wait") and not rest:
         return Objective(kind)
+    if kind == "guarded":
+        return _guarded(rest)
     if kind == "mix":
         weights = []
         for part in rest.split(","):
@@ -197,7 +222,30 @@ def parse_objective(text: str) -> Objective:
             return Objective(kind, cap_s=float(rest))
         except ValueError:
             raise ValueError("maxwait-cap:SECONDS, e.g. maxwait-cap:86400") from None
-    raise ValueError(f"{text!r}: the objective is bsld, wait, mix:bsld=0.7,wait=0.3 or maxwait-cap:SECONDS")
+    raise ValueError(f"{text!r}: the objective is guarded, guarded:max=2,p99=1, bsld, wait, "
+                     "mix:bsld=0.7,wait=0.3 or maxwait-cap:SECONDS")
+
+
+def _guarded(rest: str) -> Objective:
+    """`guarded:max=2,p99=1`: each factor at least 1 (EASY itself must qualify)."""
+    factors = dict(GUARD)
+    for part in (p.strip() for p in rest.split(",") if p.strip()):
+        key, sep, value = part.partition("=")
+        try:
+            factor = float(value)
+        except ValueError:
+            factor = math.nan
+        if not sep or key.strip() not in GUARD or not factor >= 1 or math.isinf(factor):
+            raise ValueError(f"guarded: {part!r} is not max=F or p99=F with a finite factor F >= 1")
+        factors[key.strip()] = factor
+    return Objective("guarded", max_factor=factors["max"], p99_factor=factors["p99"])
+
+
+def guard_holds(objective: Objective, m: Mapping[str, float], easy: Mapping[str, float]) -> bool:
+    """Whether the longest and p99 waits stay within the objective's factors of EASY's (the default
+    factors for an objective without a guard of its own)."""
+    return (m["wait_max"] <= objective.max_factor * easy["wait_max"]
+            and m["wait_p99"] <= objective.p99_factor * easy["wait_p99"])
 
 
 def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, float]) -> float:
@@ -209,6 +257,8 @@ def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, f
     if objective.kind == "maxwait-cap":
         over = m["wait_max"] > objective.cap_s
         return 1e12 + m["wait_max"] if over else m["bsld"]
+    if objective.kind == "guarded":
+        return m["bsld"] if guard_holds(objective, m, baseline) else 1e12 + m["bsld"]
     return m[objective.kind]
 
 
@@ -219,14 +269,34 @@ def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], basel
 
 
 def main_measure(objective: Objective) -> str:
-    """The measure a gain is told in: the objective's own, mean bsld for a mix or a cap."""
-    return "bsld" if objective.kind in ("mix", "maxwait-cap") else objective.kind
+    """The measure a gain is told in: the objective's own, mean bsld for a mix, a cap or the guard."""
+    return "bsld" if objective.kind in ("mix", "maxwait-cap", "guarded") else objective.kind
 
 
 def gain(objective: Objective, chosen: Mapping[str, float], easy: Mapping[str, float]) -> float:
     """How much lower the objective's main measure is than EASY's, as a share (0.25 = 25 % lower)."""
     measure = main_measure(objective)
     return 1 - chosen[measure] / easy[measure] if easy[measure] else 0.0
+
+
+def beats_easy(objective: Objective, chosen: Mapping[str, float], easy: Mapping[str, float]) -> bool:
+    """On one held-out window: a lower mean bsld than EASY's, and the guard holds there."""
+    return (chosen.get("unstarted", 0.0) == 0 and chosen["bsld"] < easy["bsld"]
+            and guard_holds(objective, chosen, easy))
+
+
+Measures = Mapping[str, float]
+
+
+def verdict(objective: Objective, held: list[tuple[Measures, Measures]]) -> tuple[bool, str]:
+    """(recommend, why) from each fold's held-out (chosen, EASY) measures: recommend the latest fold's
+    choice only when every fold's choice beats EASY on its held-out window."""
+    lost = [i + 1 for i, (c, e) in enumerate(held) if not beats_easy(objective, c, e)]
+    if not lost:
+        return True, (f"on all {len(held)} held-out windows the choice had a lower mean bsld than EASY "
+                      f"with {objective.guard_text()}")
+    return False, (f"keep EASY: on held-out window(s) {', '.join(map(str, lost))} of {len(held)} the "
+                   f"choice did not have both a lower mean bsld than EASY and {objective.guard_text()}")
 
 
 def read_done(lines: Iterable[str], stamp: str) -> dict[tuple[str, str], dict[str, Any]]:

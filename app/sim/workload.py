@@ -4,13 +4,18 @@ Machine: `nodes` nodes of `cores_per_node` cores (and `mem_mib_per_node` MiB whe
 cores_per_node = 1 reproduces the processor-count simulations of the literature. A job of p
 processors gets ceil(p / cores_per_node) nodes, each with ceil(p / nodes) cores.
 
-The reading of a log (`Reading`) follows the community's simulators (e.g. RLScheduler's SchedGym,
-the usual PWA conventions) unless an option says otherwise, and every adjustment is counted in the
-notes:
-- size: the processors the job was allocated, when the log has them (requested ones when not);
-- run: the job runs its recorded run time; the scheduler is told its request, raised to the run time
-  where the job ran longer (killing at the request is an option, off by default); a log without
-  requested times tells the run time;
+The reading of a log (`Reading`) tells the scheduler only what a scheduler knows at submit time, and
+follows RLScheduler's SchedGym (`job.py`) where a log leaves a choice; each departure is an option,
+and every adjustment is counted in the notes:
+- size: the larger of the allocated and requested processors (SchedGym's rule: logs mix the two
+  fields), the one known when the other is missing;
+- run: the job runs its recorded run time, and the scheduler is told its request. A job that ran past
+  its request is not killed there (SchedGym lets it run: the log shows it did run that long); the
+  scheduler, told the request, sees it overrun and counts its nodes as freed at the next instant
+  (the core's rule for any overrunning job). Options: killing it at the request
+  (`kill_at_request`), or telling the scheduler the request raised to the run time (`raise_to_run`:
+  knowledge of the future no scheduler has, the reading before issue 33); a log without requested
+  times tells the run time;
 - a run time of -1 (unknown: in cleaned logs, jobs cancelled while they waited) counts as 10 s; a
   run time of 0 s, or no processor count at all, leaves the job out;
 - jobs arrive in submit order, ties in job-number order (numbers compared as numbers).
@@ -44,8 +49,8 @@ class Machine:
 class SimJob:
     id: str
     submit: float
-    run: float  # real run time
-    estimate: float  # what the scheduler is told (the job is killed there, if it runs longer)
+    run: float  # how long it runs in the replay (its recorded run time; its request if killed there)
+    estimate: float  # what the scheduler is told; shorter than `run` for a job that overruns it
     procs: int
     nodes: int
     cpu: int  # per node
@@ -75,13 +80,14 @@ UNKNOWN_RUN_S = 10.0  # what a run time of -1 counts as, after SchedGym
 class Reading:
     """How a log's jobs become the replay's; the defaults are the conventional reading."""
 
-    size: str = "allocated"  # allocated | requested: which processor count sizes a job
+    size: str = "larger"  # larger | allocated | requested: which processor count sizes a job
     kill_at_request: bool = False  # a job that ran past its request is killed there
+    raise_to_run: bool = False  # ... or the scheduler is told its run time (tells the future)
     unknown_runtime: str = "ten_seconds"  # ten_seconds | drop: jobs whose run time is -1
     zero_runtime: str = "drop"  # drop | keep: jobs whose run time is 0 s
 
 
-SIZES = ("allocated", "requested")
+SIZES = ("larger", "allocated", "requested")
 UNKNOWN_RUNTIMES = ("ten_seconds", "drop")
 ZERO_RUNTIMES = ("drop", "keep")
 
@@ -109,6 +115,8 @@ def workload(trace: SwfTrace, machine: Machine, reading: Reading = Reading()) ->
                 mem = machine.mem_mib_per_node
                 n["capped"] += 1
         estimate = _estimate(j, run, reading, n)
+        if reading.kill_at_request:
+            run = min(run, estimate)
         queue = trace.queues.get(j.queue, f"q{j.queue}") if j.queue >= 0 else ""
         job = SimJob(j.job_id, j.submit, run, estimate, procs, nodes, cpu, mem, queue, str(j.user))
         jobs.append((j.submit, _number(j.job_id), k, job))
@@ -122,6 +130,9 @@ def _check(reading: Reading) -> None:
                                  ("zero_runtime", reading.zero_runtime, ZERO_RUNTIMES)):
         if value not in allowed:
             raise ValueError(f"{name} is one of {', '.join(allowed)}, not {value!r}")
+    if reading.kill_at_request and reading.raise_to_run:
+        raise ValueError("kill_at_request and raise_to_run exclude each other: a job killed at its request "
+                         "never runs past it")
 
 
 def _run_time(j: SwfJob, reading: Reading, n: Counter[str]) -> float | None:
@@ -136,10 +147,14 @@ def _run_time(j: SwfJob, reading: Reading, n: Counter[str]) -> float | None:
 
 
 def _size(j: SwfJob, reading: Reading, n: Counter[str]) -> int | None:
-    """Processors: allocated when known (requested with size="requested"), else the other one."""
-    first, second = ((j.alloc_procs, j.req_procs) if reading.size == "allocated"
-                     else (j.req_procs, j.alloc_procs))
-    procs = first if first > 0 else second
+    """Processors: the larger of allocated and requested (or the one `reading.size` names), the other
+    one when it is missing."""
+    if reading.size == "larger":
+        procs = max(j.alloc_procs, j.req_procs)
+    else:
+        first, second = ((j.alloc_procs, j.req_procs) if reading.size == "allocated"
+                         else (j.req_procs, j.alloc_procs))
+        procs = first if first > 0 else second
     if procs <= 0:
         n["no_procs"] += 1
         return None
@@ -149,14 +164,14 @@ def _size(j: SwfJob, reading: Reading, n: Counter[str]) -> int | None:
 
 
 def _estimate(j: SwfJob, run: float, reading: Reading, n: Counter[str]) -> float:
-    """What the scheduler is told: the request, raised to the run time unless the job is killed
-    there; the run time when the log has no request."""
+    """What the scheduler is told: the request (raised to the run time with `raise_to_run`); the run
+    time when the log has no request."""
     if j.req_time <= 0:
         n["stand_in"] += 1
         return max(run, 1.0)
     if run > j.req_time:
         n["overran"] += 1
-        if not reading.kill_at_request:
+        if reading.raise_to_run:
             return run
     return j.req_time
 
@@ -173,16 +188,24 @@ def _notes(n: Counter[str], reading: Reading) -> list[str]:
                      else "run time 0 s: left out"),
         "no_procs": "no processor count: left out",
         "too_big": "more processors than the machine has: left out",
-        "alloc_differs": (f"allocated and requested processors differ: sized by the {reading.size} count"),
-        "overran": ("ran past their requested time: killed at the request (kill_at_request)"
-                    if reading.kill_at_request else
-                    "ran past their requested time: they run their recorded time, and the scheduler is "
-                    "told the request raised to it"),
+        "alloc_differs": f"allocated and requested processors differ: sized by the {reading.size} count",
+        "overran": _overran(reading),
         "stand_in": "no requested time: the scheduler is told the run time",
         "capped": ("asked more memory per node than a node has: they get the whole node's memory (the "
                    "log shows they ran, so the request overstated the need)"),
     }
     return [f"{n[key]} jobs: {text}" for key, text in said.items() if n[key]]
+
+
+def _overran(reading: Reading) -> str:
+    said = "ran past their requested time: "
+    if reading.kill_at_request:
+        return said + "killed at the request (kill_at_request)"
+    if reading.raise_to_run:
+        return said + ("they run their recorded time and the scheduler is told it (raise_to_run: a "
+                       "knowledge of the future no scheduler has)")
+    return said + ("the scheduler is told the request and they run their recorded time, not killed "
+                   "(SchedGym's rule)")
 
 
 def work_split(jobs: list[SimJob], nodes: int) -> dict[str, int]:

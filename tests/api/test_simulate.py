@@ -138,3 +138,26 @@ def test_a_bad_reading_option_is_named() -> None:
     r = CLIENT.post("/simulate", json={"swf": "; MaxProcs: 1\n", "reading": {"size": "alloc"}})
     assert r.status_code == 422
     assert ["body", "reading", "size"] in [d["loc"] for d in r.json()["detail"]]
+
+
+def test_killing_and_raising_at_the_request_together_are_refused() -> None:
+    """reading.kill_at_request with reading.raise_to_run: a 422 on body.reading saying why."""
+    r = CLIENT.post("/simulate", json={"swf": "; MaxProcs: 1\n",
+                                       "reading": {"kill_at_request": True, "raise_to_run": True}})
+    assert r.status_code == 422
+    (detail,) = r.json()["detail"]
+    assert detail["loc"][:2] == ["body", "reading"] and "exclude each other" in detail["msg"]
+
+
+def test_the_default_reading_tells_the_request_of_a_job_that_overran() -> None:
+    """2 processors: A asks 30 s and runs 100; B (2 processors) waits for it; C (1, 50 s) would end
+    past A's told end. Told the request, C waits (it would delay B); told the run time, C backfills."""
+    swf = ("; MaxProcs: 2\n1 0 -1 100 1 -1 -1 1 30 -1 1 1 1 -1 0 -1 -1 -1\n"
+           "2 1 -1 10 2 -1 -1 2 10 -1 1 1 1 -1 0 -1 -1 -1\n3 2 -1 50 1 -1 -1 1 50 -1 1 1 1 -1 0 -1 -1 -1\n")
+    waits = []
+    for reading in ({}, {"raise_to_run": True}):
+        r = CLIENT.post("/simulate", json={"swf": swf, "reading": reading,
+                                           "policy": {"name": "easy", "params": {"time_grain_s": 1}}})
+        assert r.status_code == 200, r.text
+        waits.append(r.json()["metrics"]["wait_mean"])
+    assert waits[0] > waits[1]

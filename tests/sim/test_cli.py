@@ -116,7 +116,7 @@ def test_an_unknown_reading_value_is_refused(tmp_path: Path) -> None:
     """A misspelt --size is an error naming the option, not a silent default."""
     trace = write(tmp_path, "hand.swf", HAND)
     r = runner.invoke(cli, ["simulate", str(trace), "--size", "alloc"])
-    assert r.exit_code != 0 and "size is one of allocated, requested" in r.output
+    assert r.exit_code != 0 and "size is one of larger, allocated" in r.output
 
 
 def test_tune_reads_a_log_with_the_same_options_as_simulate() -> None:
@@ -125,7 +125,7 @@ def test_tune_reads_a_log_with_the_same_options_as_simulate() -> None:
     from typer.main import get_command
 
     commands = get_command(cli).commands  # type: ignore[attr-defined]
-    reading = {"--size", "--kill-at-request", "--unknown-runtime", "--zero-runtime"}
+    reading = {"--size", "--kill-at-request", "--raise-to-run", "--unknown-runtime", "--zero-runtime"}
     for name in ("simulate", "compare", "tune"):
         options = {o for p in commands[name].params for o in getattr(p, "opts", [])}
         assert reading <= options, (name, reading - options)

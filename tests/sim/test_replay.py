@@ -51,11 +51,11 @@ def test_exact_starts_on_a_hand_trace(policy: str) -> None:
     assert all(r.end == r.start + r.job.run for r in result.records)
 
 
-def test_a_job_past_its_request_runs_its_recorded_time() -> None:
-    """The conventional reading: the job runs its logged 100 s and the scheduler is told 100 s."""
+def test_a_job_past_its_request_runs_its_recorded_time_told_its_request() -> None:
+    """The default reading: the job runs its logged 100 s and the scheduler is told its 30 s request."""
     w = workload(read_swf(swf((0, 100, 1, 30))), Machine(4))
     (rec,) = replay(w, "easy", PARAMS["easy"]).records
-    assert (rec.start, rec.end, rec.job.estimate) == (0, 100, 100)
+    assert (rec.start, rec.end, rec.job.estimate) == (0, 100, 30)
 
 
 def test_kill_at_request_kills_a_job_past_its_request() -> None:
@@ -63,6 +63,26 @@ def test_kill_at_request_kills_a_job_past_its_request() -> None:
     w = workload(read_swf(swf((0, 100, 1, 30))), Machine(4), Reading(kill_at_request=True))
     (rec,) = replay(w, "easy", PARAMS["easy"]).records
     assert (rec.start, rec.end, rec.job.estimate) == (0, 30, 30)
+
+
+# 2 one-core nodes. A (t0, 1 node) asks 30 s and runs 100. B (t1, 2 nodes) waits for A: EASY reserves
+# it at A's told end. C (t2, 1 node, asks and runs 50) fits the free node now, ending at 52.
+# Told A's request (30): C would delay B's reservation, so C waits. Told A's run time (100, the
+# reading that knows the future): C ends before B's reservation and backfills at once.
+OVERRUN = swf((0, 100, 1, 30), (1, 10, 2, 10), (2, 50, 1, 50))
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_the_scheduler_is_told_the_request_of_a_job_that_overran(compiled: bool) -> None:
+    """No future in the default reading: C's backfill is judged by A's request, not A's run time."""
+    trace = read_swf(OVERRUN)
+    told = replay(workload(trace, Machine(2)), "easy", PARAMS["easy"], compiled=compiled)
+    knew = replay(workload(trace, Machine(2), Reading(raise_to_run=True)), "easy", PARAMS["easy"],
+                  compiled=compiled)
+    starts = [{r.job.id: r.start for r in result.records} for result in (told, knew)]
+    assert starts[1]["3"] == 2  # backfilled: the scheduler knew A runs to 100
+    assert starts[0]["3"] > 2 and starts[0]["2"] == 100  # waits; B starts when A really ends
+    assert all(r.end == r.start + r.job.run for r in told.records)
 
 
 def check_capacity(records: list[JobRecord], machine: Machine) -> None:
@@ -82,18 +102,23 @@ def sdsc() -> tuple:  # type: ignore[type-arg]
     return workload(trace, default_machine(trace))
 
 
+@pytest.mark.parametrize("knows", [False, True], ids=["told requests", "told run times past them"])
 @pytest.mark.parametrize("policy", ["fcfs", "easy", "conservative", "firstfit"])
-def test_real_trace_replay_invariants(sdsc, policy: str) -> None:  # type: ignore[no-untyped-def]
-    params = PARAMS.get(policy)
-    result = replay(sdsc, policy, params)
-    assert not result.unstarted and len(result.records) == len(sdsc.jobs)
-    check_capacity(result.records, sdsc.machine)
+def test_real_trace_replay_invariants(sdsc, policy: str, knows: bool) -> None:  # type: ignore[no-untyped-def]
+    """Capacity, arrival before start, the run time run. A reservation is never delayed where no job
+    runs past what the scheduler was told (raise_to_run); told the requests, a job that overruns its
+    request may delay one, as on a real machine."""
+    w = workload(read_swf(SDSC, limit=600), sdsc.machine, Reading(raise_to_run=knows))
+    assert any(j.run > j.estimate for j in w.jobs) != knows
+    result = replay(w, policy, PARAMS.get(policy))
+    assert not result.unstarted and len(result.records) == len(w.jobs)
+    check_capacity(result.records, w.machine)
     for r in result.records:
         assert r.start >= r.job.submit
-        assert r.end == r.start + min(r.job.run, r.job.estimate)
-        if r.reserved_start is not None and policy in ("easy", "fcfs", "conservative"):
+        assert r.end == r.start + r.job.run
+        if knows and r.reserved_start is not None and policy in ("easy", "fcfs", "conservative"):
             assert r.start <= r.reserved_start, f"job {r.job.id} started after its reservation"
-    m = run_metrics(result, sdsc.machine)
+    m = run_metrics(result, w.machine)
     assert 0 < m["utilisation"] <= 1 and m["bsld_mean"] >= 1 and m["wait_p50"] <= m["wait_p99"]
 
 

@@ -12,13 +12,13 @@ from tests.sim.replay_reference import F1_EASY, digest, run, sdsc
 REFERENCE = {
     "fcfs": "8de370304c8016346cef",
     "firstfit": "e5e4ef355b045623810c",
-    "easy": "e8c58d50b4e7cee63d5b",
-    "conservative": "2db0180679eebf8693a3",
-    "memory_backfill": "4070a9c378bfba66d454",
-    "priority": "19605e3a627446399758",
-    F1_EASY: "128ff879f00cb2005e09",
-    F1_EASY + ";predicted=true": "8ebd593e2c05aa26af4d",
-    'priority:order=sjf;reservation_depth=2;backfill_order="sjf"': "4a351064167afc7ba1b5",
+    "easy": "ff7e71f4d68d921f0622",
+    "conservative": "fc157bf252a43acd9a0b",
+    "memory_backfill": "d0fb4680183933538400",
+    "priority": "7b5bc95b1113d0c52f08",
+    F1_EASY: "ecb96ca0c633c1a2fd75",
+    F1_EASY + ";predicted=true": "1cd43dfdc5fc729a0c85",
+    'priority:order=sjf;reservation_depth=2;backfill_order="sjf"': "c0803b01390669b64400",
 }
 LONG = {"firstfit", "conservative", "memory_backfill", "priority"}  # unlimited reservation depths
 

@@ -65,7 +65,8 @@ def test_the_shortlist_leaves_jobs_out(sdsc: Workload, monkeypatch: pytest.Monke
 
 @st.composite
 def workloads(draw: st.DrawFn) -> Workload:
-    """Up to 60 jobs on 2-8 nodes of 1-4 cores, memory modelled or not, in submit order."""
+    """Up to 60 jobs on 2-8 nodes of 1-4 cores, memory modelled or not, in submit order; some told less
+    than they run (a log's job that ran past its request)."""
     nodes, cores = draw(st.integers(2, 8)), draw(st.integers(1, 4))
     mem = draw(st.sampled_from([0, 1000]))
     jobs, t = [], 0.0
@@ -74,7 +75,8 @@ def workloads(draw: st.DrawFn) -> Workload:
         run = draw(st.integers(1, 400))
         n = draw(st.integers(1, nodes + 1))  # one node too many: a job that never fits
         cpu = draw(st.integers(1, cores))
-        jobs.append(SimJob(str(i + 1), t, float(run), float(run + draw(st.integers(0, 300))), n * cpu, n,
+        told = max(1, run + draw(st.integers(-150, 300)))  # below the run: a job that overruns it
+        jobs.append(SimJob(str(i + 1), t, float(run), float(told), n * cpu, n,
                            cpu, draw(st.integers(0, mem)) if mem else 0, user=f"u{i % 3}"))
     return Workload(Machine(nodes, cores, mem), jobs)
 

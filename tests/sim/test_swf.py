@@ -53,7 +53,7 @@ def test_workload_keeps_a_cancelled_job_as_ten_seconds_and_says_so() -> None:
 
 # (submit, run, allocated, requested processors, requested time) per job, numbered from 1
 RULES = [(0, 50, 4, 2, 100), (1, 300, 2, 2, 100), (2, -1, -1, 3, 60), (3, 0, 1, 1, 60), (4, 20, -1, -1, 60),
-         (5, 20, -1, 2, -1)]
+         (5, 20, -1, 2, -1), (6, 40, 1, 3, 60)]
 
 
 def rules_trace(jobs: list[tuple[int, int, int, int, int]] = RULES) -> bytes:
@@ -64,21 +64,29 @@ def rules_trace(jobs: list[tuple[int, int, int, int, int]] = RULES) -> bytes:
 
 READINGS = {
     # id: (size, run, estimate) of each job kept
-    "conventional": (Reading(), {"1": (4, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60), "6": (2, 20, 20)}),
-    "requested size": (Reading(size="requested"),
-                       {"1": (2, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60), "6": (2, 20, 20)}),
+    "no future": (Reading(), {"1": (4, 50, 100), "2": (2, 300, 100), "3": (3, 10, 60), "6": (2, 20, 20),
+                              "7": (3, 40, 60)}),
+    "allocated size": (Reading(size="allocated"), {"1": (4, 50, 100), "2": (2, 300, 100), "3": (3, 10, 60),
+                                                   "6": (2, 20, 20), "7": (1, 40, 60)}),
+    "requested size": (Reading(size="requested"), {"1": (2, 50, 100), "2": (2, 300, 100), "3": (3, 10, 60),
+                                                   "6": (2, 20, 20), "7": (3, 40, 60)}),
     "kill at request": (Reading(kill_at_request=True),
-                        {"1": (4, 50, 100), "2": (2, 300, 100), "3": (3, 10, 60), "6": (2, 20, 20)}),
+                        {"1": (4, 50, 100), "2": (2, 100, 100), "3": (3, 10, 60), "6": (2, 20, 20),
+                         "7": (3, 40, 60)}),
+    "raise to run": (Reading(raise_to_run=True), {"1": (4, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60),
+                                                  "6": (2, 20, 20), "7": (3, 40, 60)}),
     "drop unknown run": (Reading(unknown_runtime="drop"),
-                         {"1": (4, 50, 100), "2": (2, 300, 300), "6": (2, 20, 20)}),
-    "keep zero run": (Reading(zero_runtime="keep"), {"1": (4, 50, 100), "2": (2, 300, 300), "3": (3, 10, 60),
-                                                     "4": (1, 0, 60), "6": (2, 20, 20)}),
+                         {"1": (4, 50, 100), "2": (2, 300, 100), "6": (2, 20, 20), "7": (3, 40, 60)}),
+    "keep zero run": (Reading(zero_runtime="keep"), {"1": (4, 50, 100), "2": (2, 300, 100), "3": (3, 10, 60),
+                                                     "4": (1, 0, 60), "6": (2, 20, 20), "7": (3, 40, 60)}),
 }
 
 
 @pytest.mark.parametrize("name", list(READINGS))
 def test_each_reading_rule(name: str) -> None:
-    """Each option changes exactly its rule: size, kill, run -1, run 0; no processors is always left out."""
+    """Each option changes exactly its rule: size, kill, raise, run -1, run 0; no processors is always
+    left out. By default a job is told its request even when it ran longer (job 2), and sized by the
+    larger of its allocated and requested processors (jobs 1 and 7)."""
     reading, expected = READINGS[name]
     w = workload(read_swf(rules_trace()), Machine(8), reading)
     assert {j.id: (j.procs, j.run, j.estimate) for j in w.jobs} == expected
@@ -92,9 +100,9 @@ def test_every_adjustment_is_counted_in_the_notes() -> None:
         "1 jobs: run time -1 (cancelled while waiting): counted as 10 s jobs",
         "1 jobs: run time 0 s: left out",
         "1 jobs: no processor count: left out",
-        "1 jobs: allocated and requested processors differ: sized by the allocated count",
-        "1 jobs: ran past their requested time: they run their recorded time, and the scheduler is told "
-        "the request raised to it",
+        "2 jobs: allocated and requested processors differ: sized by the larger count",
+        "1 jobs: ran past their requested time: the scheduler is told the request and they run their "
+        "recorded time, not killed (SchedGym's rule)",
         "1 jobs: no requested time: the scheduler is told the run time",
     ]
 
@@ -111,8 +119,13 @@ def test_submit_ties_are_ordered_by_job_number_not_text() -> None:
 
 def test_an_unknown_reading_option_is_refused() -> None:
     """A misspelt option is an error naming it, not a silent default."""
-    with pytest.raises(ValueError, match="size is one of allocated, requested"):
+    with pytest.raises(ValueError, match="size is one of larger, allocated, requested"):
         workload(read_swf(TINY), Machine(8), Reading(size="alloc"))
+
+
+def test_killing_and_raising_at_the_request_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="exclude each other"):
+        workload(read_swf(TINY), Machine(8), Reading(kill_at_request=True, raise_to_run=True))
 
 
 def test_cores_per_node_packs_processors_into_nodes() -> None:

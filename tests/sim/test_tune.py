@@ -1,5 +1,6 @@
-"""Tuning: the search space, the objectives and the choice, by hand; the sweep on a real local Dask
-cluster (two worker processes): honest (the held-out part cannot change the choice) and resumable."""
+"""Tuning: the search space, the objectives and the choice, by hand; the guard against starvation on a
+hand-made trace; the rolling windows; the verdict against EASY; the sweep on a real local Dask cluster
+(two worker processes): honest (a held-out window cannot change the choice) and resumable."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from app.cli import cli
 from app.sim import tune as t
 from app.sim.sweep import Task, dask_client, run_sweep
 from app.sim.swf import read_swf
-from app.sim.workload import Workload, default_machine, workload
+from app.sim.workload import Machine, Workload, default_machine, workload
 from app.tune_cli import run_tuning
 
 SDSC = Path(__file__).parent.parent / "data" / "SDSC-SP2-1998-4.2-cln.first1500.swf"
@@ -24,8 +25,9 @@ SMALL_SPACE = "order=fcfs,sjf;reservation_depth=1;time_grain_s=1;predicted=false
 
 
 def m(bsld: float, wait: float, wait_max: float = 0.0, unstarted: float = 0.0) -> dict[str, float]:
+    """Measures by hand; the p99 wait is taken equal to the mean wait."""
     return {"bsld": bsld, "wait": wait, "utilisation": 0.5, "bsld_worst1": bsld, "wait_worst1": wait,
-            "wait_max": wait_max, "unstarted": unstarted}
+            "wait_p99": wait, "wait_max": wait_max, "unstarted": unstarted}
 
 
 TRAIN = {"easy": m(10, 100, 1000), "a": m(8, 120, 5000), "b": m(9, 60, 900), "c": m(1, 1, 1, unstarted=1)}
@@ -37,13 +39,16 @@ TRAIN = {"easy": m(10, 100, 1000), "a": m(8, 120, 5000), "b": m(9, 60, 900), "c"
     ("mix:bsld=1,wait=0.1", "a"),  # a: 0.8 + 0.12; b: 0.9 + 0.06
     ("maxwait-cap:2000", "b"),  # a waits 5,000 s at worst: over the cap
     ("maxwait-cap:100", "b"),  # nobody under the cap: the shortest longest wait
-], ids=["bsld", "wait", "mix-even", "mix-bsld", "cap", "cap-none-under"])
+    ("guarded", "b"),  # a: longest wait 5,000 > 2 x 1,000 and p99 120 > 100: outside the guard
+    ("guarded:max=10,p99=2", "a"),  # a wider guard lets a in
+], ids=["bsld", "wait", "mix-even", "mix-bsld", "cap", "cap-none-under", "guarded", "guarded-wide"])
 def test_the_objective_chooses_on_hand_numbers(objective: str, best: str) -> None:
     """Each objective picks the setting it says; a replay leaving jobs unstarted (c) never wins."""
     assert t.choose(t.parse_objective(objective), TRAIN, "easy") == best
 
 
-@pytest.mark.parametrize("bad", ["slowdown", "mix:bsld", "mix:speed=1", "maxwait-cap:soon", "bsld:2"])
+@pytest.mark.parametrize("bad", ["slowdown", "mix:bsld", "mix:speed=1", "maxwait-cap:soon", "bsld:2",
+                                 "guarded:max=0.5", "guarded:mean=2", "guarded:max=inf", "guarded:p99"])
 def test_a_bad_objective_is_refused(bad: str) -> None:
     """An objective that does not parse is an error, not a default."""
     with pytest.raises(ValueError):
@@ -62,14 +67,69 @@ def test_the_space_is_every_combination_and_bounded() -> None:
         t.parse_space("order")
 
 
-def test_the_split_keeps_the_order_and_refuses_empty_parts() -> None:
-    """Train is the first jobs, held-out the rest; a split leaving a part empty is refused."""
-    w = sdsc(200)
-    train, held = t.split(w, 0.25)
-    assert train.jobs == w.jobs[:50] and held.jobs == w.jobs[50:]
-    for bad in (0.0, 1.0, 0.001):
-        with pytest.raises(ValueError):
-            t.split(w, bad)
+@pytest.mark.parametrize("folds", [1, 2, 3, 5])
+def test_the_rolling_windows_cover_the_trace_in_order_without_overlap(folds: int) -> None:
+    """Fold i trains on window i and is judged on window i + 1: train and held-out windows never share
+    a job, each held-out window follows its train window, and the windows, in order, are the trace."""
+    w = sdsc(203)
+    parts = t.rolling(w, folds)
+    assert len(parts) == folds
+    windows = [parts[0][0].jobs] + [held.jobs for _, held in parts]
+    assert [j for window in windows for j in window] == w.jobs  # every job once, in submit order
+    for i, (train, held) in enumerate(parts):
+        assert not {j.id for j in train.jobs} & {j.id for j in held.jobs}
+        assert train.jobs[-1].submit <= held.jobs[0].submit
+        assert train.jobs == windows[i] and held.jobs == windows[i + 1]
+    assert max(map(len, windows)) - min(map(len, windows)) <= 1
+    with pytest.raises(ValueError):
+        t.rolling(sdsc(5), 3)  # windows of fewer than 2 jobs
+    with pytest.raises(ValueError):
+        t.rolling(w, 0)
+
+
+# One node. Job 1 runs 10 s from t0; L (t1) runs 100 s; then 40 jobs of 10 s arrive every 10 s from
+# t2: they alone keep the node busy. Shortest first starts each short job before L, which waits for
+# the whole stream; first come, first served starts L at 10 and the short jobs queue behind it.
+def starving_trace() -> Workload:
+    lines = ["1 0 -1 10 1 -1 -1 1 10 -1 1 1 1 -1 0 -1 -1 -1",
+             "2 1 -1 100 1 -1 -1 1 100 -1 1 2 1 -1 0 -1 -1 -1"]
+    lines += [f"{k} {2 + 10 * (k - 3)} -1 10 1 -1 -1 1 10 -1 1 3 1 -1 0 -1 -1 -1" for k in range(3, 43)]
+    return workload(read_swf(("; MaxProcs: 1\n" + "\n".join(lines) + "\n").encode()), Machine(1))
+
+
+def test_the_guard_refuses_a_setting_that_starves_a_job() -> None:
+    """Unguarded mean bsld picks shortest-first, whose longest wait is far over EASY's; the guarded
+    default picks a setting whose longest and p99 waits stay within 2x and 1x EASY's."""
+    w = starving_trace()
+    pool = [t.Setting(t.EASY), *t.settings(t.parse_space("order=fcfs,sjf;reservation_depth=1;"
+                                                         "time_grain_s=1;backfill_order=priority"))]
+    train = {s.key: t.evaluate(w, s)["measures"] for s in pool}
+    easy = train[pool[0].key]
+    label = {s.key: s for s in pool}
+    unguarded = t.choose(t.parse_objective("bsld"), train, pool[0].key)
+    guarded = t.choose(t.parse_objective("guarded"), train, pool[0].key)
+    assert label[unguarded].policy["params"]["order"] == "sjf"
+    assert train[unguarded]["bsld"] < easy["bsld"] and train[unguarded]["wait_max"] > 2 * easy["wait_max"]
+    assert guarded != unguarded
+    assert train[guarded]["wait_max"] <= 2 * easy["wait_max"]
+    assert train[guarded]["wait_p99"] <= easy["wait_p99"]
+    goal = t.parse_objective("guarded")
+    assert not t.guard_holds(goal, train[unguarded], easy)  # flagged, were it judged on this window
+    assert not t.beats_easy(goal, train[unguarded], easy)
+
+
+def test_the_verdict_keeps_easy_unless_every_held_out_window_is_won() -> None:
+    """Recommend only when every fold's choice has a lower mean bsld than EASY and keeps the guard on
+    its held-out window; a loss in bsld, or a starving tail, on any one window means keep EASY."""
+    goal = t.parse_objective("guarded")
+    easy = m(10, 100, 1000)
+    better = m(8, 90, 1500)  # lower bsld, p99 90 <= 100, longest 1,500 <= 2,000
+    worse_bsld = m(11, 90, 900)
+    starving = m(5, 150, 900)  # lower bsld, but p99 150 > EASY's 100
+    assert t.verdict(goal, [(better, easy), (better, easy)])[0]
+    for bad in (worse_bsld, starving):
+        keep, why = t.verdict(goal, [(better, easy), (bad, easy), (better, easy)])
+        assert not keep and why.startswith("keep EASY") and "window(s) 2 of 3" in why
 
 
 def test_the_worst_one_percent_is_the_mean_of_the_largest() -> None:
@@ -95,20 +155,40 @@ def scheduler() -> Any:
 
 
 def test_the_held_out_part_cannot_change_the_choice(scheduler: str, tmp_path: Path) -> None:
-    """Honest by construction: the same train part with a very different held-out part gives the
+    """Honest by construction: the same train window with a very different held-out window gives the
     same choice and the same train results, while the held-out figures do change."""
     w = sdsc(240)
-    train, held = t.split(w, 0.5)
+    ((train, held),) = t.rolling(w, 1)
     space = t.settings(t.parse_space(SMALL_SPACE))
     goal = t.parse_objective("bsld")
-    first = run_tuning(train, held, goal, space, tmp_path / "a.jsonl", scheduler)
+    first = run_tuning([(train, held)], goal, space, tmp_path / "a.jsonl", scheduler)
     slower = Workload(held.machine, [replace(j, run=j.run * 3, estimate=j.estimate * 3) for j in held.jobs])
-    second = run_tuning(train, slower, goal, space, tmp_path / "b.jsonl", scheduler)
-    timeless = [[{k: v for k, v in row.items() if k != "seconds"} for row in r["train"]]
+    second = run_tuning([(train, slower)], goal, space, tmp_path / "b.jsonl", scheduler)
+    timeless = [[{k: v for k, v in row.items() if k != "seconds"} for row in r["folds"][0]["train"]]
                 for r in (first, second)]
-    assert first["chosen"] == second["chosen"] and timeless[0] == timeless[1]
-    assert first["held_out"] != second["held_out"]
-    assert set(first["held_out"]) == {"chosen", "easy", "firstfit"}
+    assert first["folds"][0]["chosen"] == second["folds"][0]["chosen"] and timeless[0] == timeless[1]
+    assert first["folds"][0]["held_out"] != second["folds"][0]["held_out"]
+    assert set(first["folds"][0]["held_out"]) == {"chosen", "easy", "firstfit"}
+
+
+def test_the_report_falls_back_to_easy_when_a_fold_is_lost(scheduler: str, tmp_path: Path) -> None:
+    """Three rolling folds on a real slice: the policy block is the latest fold's choice exactly when
+    every fold's choice beat EASY on its held-out window (bsld and guard), else EASY's; a fold whose
+    choice broke the guard on its held-out window is flagged."""
+    parts = t.rolling(sdsc(600), 3)
+    goal = t.parse_objective("guarded")
+    report = run_tuning(parts, goal, t.settings(t.parse_space(SMALL_SPACE)), tmp_path / "r.jsonl", scheduler)
+    folds = report["folds"]
+    assert [f["fold"] for f in folds] == [1, 2, 3]
+    for f in folds:
+        chosen, easy = f["held_out"]["chosen"], f["held_out"]["easy"]
+        assert f["guard_broken"] == (chosen["wait_max"] > 2 * easy["wait_max"]
+                                     or chosen["wait_p99"] > easy["wait_p99"])
+        assert f["beats_easy"] == (chosen["bsld"] < easy["bsld"] and not f["guard_broken"])
+    won = all(f["beats_easy"] for f in folds)
+    assert report["recommendation"]["recommend"] == won
+    assert report["policy"] == (folds[-1]["chosen"]["policy"] if won else t.EASY)
+    assert report["guard"] == {"max_wait_factor": 2.0, "p99_wait_factor": 1.0}
 
 
 def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(scheduler: str, tmp_path: Path) -> None:
@@ -153,9 +233,11 @@ def test_the_command_writes_the_report_plots_and_policy_block(scheduler: str, tm
     assert r.exit_code == 0, r.output
     report = json.loads((tmp_path / "t.json").read_text())
     assert report["settings"] == 4 + 2 and report["objective"] == "lowest mean wait"
-    assert report["train"][0]["wait"] == min(row["wait"] for row in report["train"])
+    for fold in report["folds"]:
+        assert fold["train"][0]["wait"] == min(row["wait"] for row in fold["train"])
+        assert {"wait_p99", "wait_max"} <= set(fold["held_out"]["chosen"])
     assert t.params_of(report["policy"])  # validates as POST /schedule's policy block
-    assert '"policy"' in r.output and "held-out part" in r.output
+    assert '"policy"' in r.output and "held-out windows" in r.output and "wait_p99" in r.output
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
         "held_out_vs_easy.png", "held_out_wait_cdf.png", "train_scores.png"]
 
