@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from app.bridges.slurm.failsafe import render
+
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "sinfo")
 
 
@@ -56,6 +58,9 @@ class LocalSlurm:
     nodes: list[NodeSpec]
     partitions: list[PartitionSpec]
     job_submit_lua: Path | None = None
+    # the recipe's fail-safe: the heartbeat file it reads and its grace; None: off (every job held)
+    heartbeat: Path | None = None
+    grace_s: int = 300
     scheduler: str = "sched/backfill"
     sched_params: str = "bf_interval=5"
     jwt: bool = False  # also accept JWTs (AuthAltTypes=auth/jwt, key in the temp dir): `token()`
@@ -193,7 +198,8 @@ class LocalSlurm:
             key.chmod(0o600)
             lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={key}"]
         if self.job_submit_lua is not None:
-            shutil.copy(self.job_submit_lua, r / "job_submit.lua")
+            lua = render(self.job_submit_lua.read_text(), self.heartbeat, self.grace_s)
+            (r / "job_submit.lua").write_text(lua)
             lines.append("JobSubmitPlugins=lua")
         if any(n.gpus for n in self.nodes):
             lines.append("GresTypes=gpu")

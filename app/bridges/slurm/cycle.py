@@ -18,6 +18,7 @@ from typing import Any
 
 from app.bridges.slurm.apply import Plan, Start, plan, release
 from app.bridges.slurm.cached import CachedCluster
+from app.bridges.slurm.failsafe import Heartbeat
 from app.bridges.slurm.read import SlurmView, read
 from app.bridges.slurm.runner import Runner, SlurmError
 from app.bridges.slurm.service import Decide
@@ -48,6 +49,7 @@ class Bridge:
     dry_run: bool = False
     events: Path | None = None
     cache: CachedCluster | None = None
+    heartbeat: Heartbeat | None = None  # beaten after each completed cycle (not in shadow mode)
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures."""
@@ -72,6 +74,8 @@ class Bridge:
                 self._apply(plan(resp, view), rep)
         rep.timing_ms["apply"] = (time.perf_counter() - t3) * 1e3
         self.state.save()
+        if self.heartbeat is not None and not self.dry_run:
+            self.heartbeat.completed(rep.errors)
         self._event("cycle", cache=self.cache.last_write if self.cache else None,
                     timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
                     skipped=view.skipped, started=rep.started, errors=rep.errors, dry_run=self.dry_run)

@@ -1,4 +1,4 @@
--- hpcsched's job_submit plugin: Slurm starts nothing on its own.
+-- hpcsched's job_submit plugin: while the bridge runs, Slurm starts nothing on its own.
 --
 -- Every new job is held at submission (priority 0) and marked in its admin comment; the bridge
 -- (`hpcsched slurm run`) releases a marked job only once the service has chosen its nodes.
@@ -7,12 +7,39 @@
 -- Users may not hold or release jobs afterwards (the bridge could not tell their hold from its
 -- own); to delay a job, they set its begin time (`scontrol update JobId=N BeginTime=...`).
 --
--- Install: copy beside slurm.conf, set `JobSubmitPlugins=lua` in slurm.conf, `scontrol reconfigure`.
+-- Fail-safe: the bridge writes the time of its last completed cycle (epoch seconds) to HEARTBEAT.
+-- When that file is missing, unreadable or older than GRACE_S seconds, this plugin holds nothing
+-- and lets users hold and release: Slurm schedules new jobs itself. `hpcsched slurm watchdog`
+-- hands back the jobs already held. HEARTBEAT = "" turns the fail-safe off (every job is held).
+--
+-- Install: `hpcsched slurm recipe --heartbeat PATH --grace S --install /etc/slurm/job_submit.lua`
+-- (beside slurm.conf), set `JobSubmitPlugins=lua` in slurm.conf, `scontrol reconfigure`.
+-- See docs/slurm-failsafe.md.
+
+local HEARTBEAT = "/var/lib/hpcsched/heartbeat"
+local GRACE_S = 300
 
 local MARK = "hpcsched:held"
 local INFINITE = 4294967295
 
+-- true while the bridge has completed a cycle within the grace
+local function bridge_alive()
+   if HEARTBEAT == "" then
+      return true
+   end
+   local f = io.open(HEARTBEAT, "r")
+   if f == nil then
+      return false
+   end
+   local beat = f:read("*n")
+   f:close()
+   return beat ~= nil and os.time() - beat <= GRACE_S
+end
+
 function slurm_job_submit(job_desc, part_list, submit_uid)
+   if not bridge_alive() then
+      return slurm.SUCCESS
+   end
    if job_desc.priority ~= 0 then
       job_desc.admin_comment = MARK
    end
@@ -21,7 +48,7 @@ function slurm_job_submit(job_desc, part_list, submit_uid)
 end
 
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
-   if modify_uid == 0 then
+   if modify_uid == 0 or not bridge_alive() then
       return slurm.SUCCESS
    end
    if job_desc.priority == 0 or job_desc.priority == INFINITE then
