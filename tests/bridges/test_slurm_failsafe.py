@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -25,11 +27,14 @@ from app.bridges.slurm.failsafe import (
     recipe_settings,
     recipe_text,
     render,
+    service_probe,
 )
 from app.bridges.slurm.runner import RecordedRunner
-from app.bridges.slurm.service import in_process
+from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.state import BridgeState
+from tests.app_server import served
 from tests.bridges import recorded
+from tests.bridges.slurm_cluster import free_ports
 
 SHIPPED = Path(__file__).resolve().parents[2] / "app" / "bridges" / "slurm" / "job_submit.lua"
 
@@ -78,7 +83,8 @@ def test_heartbeat_age_and_staleness(tmp_path: Path) -> None:
     beat = Heartbeat(tmp_path / "sub" / "beat", grace_s=30)
     assert beat.age() is None and beat.stale()
     beat.beat(now=1000.0)
-    assert beat.path.read_text() == "1000\n"
+    assert beat.path.read_text().split()[:2] == ["1000", str(os.getpid())]
+    assert beat.writer_alive() is True
     assert beat.age(now=1010.5) == 10.5
     assert not beat.stale(now=1030.9)  # the recipe compares whole seconds: 30 s is within 30 s
     assert beat.stale(now=1031.0)
@@ -188,13 +194,18 @@ def test_recipe_command_prints_and_installs(tmp_path: Path) -> None:
 
 
 def test_handback_refuses_while_the_bridge_cycles(tmp_path: Path) -> None:
-    """A rollback while the bridge runs would be undone by its next cycle: refused (exit 2), the
-    heartbeat kept; the watchdog, the same, does nothing. Neither touches Slurm (none is set up)."""
+    """A rollback while the bridge runs (its heartbeat fresh, its process alive) would be undone by
+    its next cycle: refused (exit 2), the heartbeat kept; the watchdog, the same, does nothing.
+    Neither touches Slurm (none is set up)."""
     beat = Heartbeat(tmp_path / "beat")
     beat.beat()
     cli = CliRunner()
     out = cli.invoke(slurm_cli, ["handback", "--heartbeat", str(beat.path)])
     assert out.exit_code == 2 and "stop it first" in out.output and beat.path.exists()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    beat.path.write_text(beat.path.read_text().replace(f" {os.getpid()} ", f" {gone} "))
+    assert beat.writer_alive() is False  # a stopped bridge: the rollback proceeds (tested on Slurm)
     installed = tmp_path / "job_submit.lua"
     installed.write_text(render(recipe_text(), beat.path, 60))
     out = cli.invoke(slurm_cli, ["watchdog", "--recipe", str(installed)])
@@ -202,3 +213,27 @@ def test_handback_refuses_while_the_bridge_cycles(tmp_path: Path) -> None:
     installed.write_text(render(recipe_text(), None, 60))
     out = cli.invoke(slurm_cli, ["watchdog", "--recipe", str(installed)])
     assert out.exit_code != 0 and "fail-safe is off" in out.output
+
+
+def test_an_idle_cycle_beats_only_while_the_service_answers(tmp_path: Path) -> None:
+    """A cycle with no pending job asks the service nothing: it beats only if the service answers
+    its probe (a dead service on a handed-back queue must not pass for alive); a cycle the
+    service decided beats without asking."""
+    beat = Heartbeat(tmp_path / "beat", grace_s=60, probe=lambda: False)
+    errors: list[str] = []
+    beat.completed(errors, decided=False)
+    assert not beat.path.exists() and "does not answer" in errors[0]
+    beat.completed(errors, decided=True)
+    assert beat.path.exists() and len(errors) == 1
+
+
+def test_the_probe_asks_a_real_service_over_http() -> None:
+    with served() as url:
+        service = over_http(url)
+        assert service_probe(service)()
+        service.close()
+    (port,) = free_ports(1)
+    dead = over_http(f"http://127.0.0.1:{port}")
+    assert not service_probe(dead, timeout_s=1)()
+    dead.close()
+    assert service_probe(in_process())()

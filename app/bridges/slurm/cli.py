@@ -42,6 +42,7 @@ from app.bridges.slurm.failsafe import (
     recipe_settings,
     recipe_text,
     render,
+    service_probe,
 )
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
 from app.bridges.slurm.runner import CommandRunner, Runner, SlurmError
@@ -126,7 +127,7 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached)
-    bridge.heartbeat = Heartbeat(heartbeat, grace)
+    bridge.heartbeat = Heartbeat(heartbeat, grace, service_probe(bridge.decide))
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)
@@ -144,7 +145,7 @@ def once(url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, polic
     """One cycle, then exit (exit 1 when it could not read Slurm or reach the service)."""
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner)
-    bridge.heartbeat = Heartbeat(heartbeat, grace)
+    bridge.heartbeat = Heartbeat(heartbeat, grace, service_probe(bridge.decide))
     rep = bridge.cycle()
     _show(bridge, rep)
     if not rep.ok:
@@ -237,9 +238,9 @@ def handback(heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRA
     """Planned rollback: remove the heartbeat (the recipe stops holding new jobs at once) and release
     every job the bridge holds, unpinned, to Slurm's own scheduler. Stop the bridge first."""
     beat = _beat(heartbeat, grace, installed)
-    if not beat.stale() and not force:
-        console.print(f"the bridge completed a cycle {beat.age():.0f} s ago: stop it first "
-                      "(it would hold new jobs again), or pass --force")
+    if not beat.stale() and beat.writer_alive() is not False and not force:
+        console.print(f"the bridge completed a cycle {beat.age():.0f} s ago and may still run: stop it "
+                      "first (it would hold new jobs again), or pass --force")
         raise typer.Exit(2)
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     beat.stop()

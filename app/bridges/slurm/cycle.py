@@ -75,7 +75,7 @@ class Bridge:
         rep.timing_ms["apply"] = (time.perf_counter() - t3) * 1e3
         self.state.save()
         if self.heartbeat is not None and not self.dry_run:
-            self.heartbeat.completed(rep.errors)
+            self.heartbeat.completed(rep.errors, decided=resp is not None)
         self._event("cycle", cache=self.cache.last_write if self.cache else None,
                     timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
                     skipped=view.skipped, started=rep.started, errors=rep.errors, dry_run=self.dry_run)

@@ -20,12 +20,15 @@ import json
 import logging
 import os
 import re
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from app.bridges.slurm.apply import COMMENT_PREFIX
 from app.bridges.slurm.read import MARK
@@ -76,6 +79,7 @@ class Heartbeat:
 
     path: Path
     grace_s: float = DEFAULT_GRACE_S
+    probe: Callable[[], bool] = lambda: True  # the service answers (asked on cycles with no decision)
 
     def age(self, now: float | None = None) -> float | None:
         """Seconds since the last completed cycle; None when the file is missing or unreadable."""
@@ -92,17 +96,24 @@ class Heartbeat:
         return age is None or int(age) > self.grace_s
 
     def beat(self, now: float | None = None) -> None:
-        """Record a completed cycle (atomically, readable by slurmctld's user)."""
+        """Record a completed cycle: its epoch second (all the recipe reads), then who wrote it
+        (process id and host); atomically, readable by slurmctld's user."""
         now = time.time() if now is None else now
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(f"{int(now)}\n")
+        tmp.write_text(f"{int(now)} {os.getpid()} {socket.gethostname()}\n")
         tmp.chmod(0o644)
         os.replace(tmp, self.path)
 
-    def completed(self, errors: list[str]) -> None:
+    def completed(self, errors: list[str], decided: bool) -> None:
         """After a completed cycle: beat, saying when the bridge comes back after the grace (Slurm
-        then scheduled on its own and the watchdog may have handed its jobs back)."""
+        then scheduled on its own and the watchdog may have handed its jobs back). A cycle that
+        asked the service nothing (no pending job) beats only if the service answers `probe`:
+        otherwise a dead service would pass for alive on an idle (or just handed-back) queue, and
+        new jobs would be held again with no one to decide them."""
+        if not decided and not self.probe():
+            errors.append("the service does not answer: no heartbeat")
+            return
         if self.stale():
             age = self.age()
             log.warning("resuming control: last completed cycle %s; jobs submitted meanwhile are "
@@ -114,9 +125,41 @@ class Heartbeat:
             log.error(msg)
             errors.append(msg)
 
+    def writer_alive(self) -> bool | None:
+        """Whether the process that wrote the heartbeat still runs: None when it cannot be told
+        (no heartbeat, or written on another host)."""
+        try:
+            _, pid, host = self.path.read_text().split()[:3]
+        except (OSError, ValueError):
+            return None
+        if host != socket.gethostname():
+            return None
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except (PermissionError, ValueError):
+            return True
+        return True
+
     def stop(self) -> None:
         """Remove the heartbeat: the recipe stops holding new jobs at once."""
         self.path.unlink(missing_ok=True)
+
+
+def service_probe(service: object, timeout_s: float = 5.0) -> Callable[[], bool]:
+    """Whether the service answers: its `/readyz` over HTTP (the cache store too); in process,
+    always."""
+    client = getattr(service, "client", None)
+    if not isinstance(client, httpx.Client):
+        return lambda: True
+
+    def ready() -> bool:
+        try:
+            return client.get("/readyz", timeout=timeout_s).status_code == 200
+        except httpx.HTTPError:
+            return False
+    return ready
 
 
 @dataclass
