@@ -11,7 +11,7 @@
 Fail-safe and rollback first: docs/slurm-failsafe.md.
 
 Without --url the service runs in process. Run as root (or SlurmUser) on a host with Slurm's
-client programs; see the README's "Slurm" section for the job_submit.lua recipe.
+client programs; `hpcsched slurm recipe` gives the job_submit.lua that holds new jobs for it.
 
 With --slurmrestd, reads, releases, partition moves and comments go through slurmrestd's REST API
 (`unix:/path`: local auth; `http(s)://`: JWT from SLURM_JWT or --token-file). Pinning a job to its

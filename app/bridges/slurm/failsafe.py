@@ -216,6 +216,9 @@ def hand_back(runner: Runner, proceed: Callable[[], bool] = lambda: True) -> Han
     steps = ((todo.pinned, unpin, done.unpinned), (todo.held, release, done.released),
              (todo.marked, mark_handed_back, done.marked))
     for ids, command, into in steps:
+        if ids and not proceed():
+            done.errors.append("stopped: the bridge completed a cycle again")
+            break
         into += _each(runner, ids, command, done.errors, proceed)
     return done
 
@@ -239,7 +242,7 @@ def _each(runner: Runner, ids: list[str], command: Callable[[list[str]], list[st
     (a job that ended meanwhile is refused alone). The ids it succeeded on."""
     ok: list[str] = []
     for i in range(0, len(ids), BATCH):
-        if not proceed():
+        if i and not proceed():
             errors.append("stopped: the bridge completed a cycle again")
             return ok
         batch = ids[i:i + BATCH]
