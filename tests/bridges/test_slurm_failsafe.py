@@ -29,6 +29,7 @@ from app.bridges.slurm.failsafe import (
     render,
     service_probe,
 )
+from app.bridges.slurm.read import parked, read
 from app.bridges.slurm.runner import RecordedRunner
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.state import BridgeState
@@ -237,3 +238,56 @@ def test_the_probe_asks_a_real_service_over_http() -> None:
     assert not service_probe(dead, timeout_s=1)()
     dead.close()
     assert service_probe(in_process())()
+
+
+PARK_MARK = "hpcsched:held partition=batch,short park=hold"
+
+
+def _parked_read() -> RecordedRunner:
+    """The recorded read as the recipe's PARK would have left it: jobs 21 and 22 parked (pending in
+    the down partition `hold`, with Slurm's priority), every node also in `hold`."""
+    runner = _jobs(**{jid: {"priority": prio, "partition": "hold", "admin_comment": PARK_MARK,
+                            "state_reason": "PartitionDown"} for jid, prio in (("21", 1500), ("22", 1375))})
+    doc = json.loads(runner.text.nodes)
+    for n in doc["nodes"]:
+        n["partitions"] = [*n["partitions"], "hold"]
+    runner.text = replace(runner.text, nodes=json.dumps(doc))
+    return runner
+
+
+def test_render_sets_the_parking_partition() -> None:
+    out = render(recipe_text(), Path("/b"), 60, park="hpc_park")
+    assert 'local PARK = "hpc_park"' in out and recipe_settings(out) == (Path("/b"), 60)
+    assert 'local PARK = ""' in render(recipe_text(), Path("/b"), 60)
+    for bad in ("a b", 'x"', "a;b"):
+        with pytest.raises(ValueError, match="parking partition"):
+            render(recipe_text(), Path("/b"), 60, park=bad)
+
+
+def test_a_parked_job_is_decided_in_its_own_partition_with_slurms_priority() -> None:
+    view = read(_parked_read().read(), recorded.started())
+    pending = {p["id"]: p for p in view.pending}
+    assert pending["21"]["queue"] == "batch" and pending["21"]["priority"] == 1500.0
+    assert pending["22"]["priority"] == 1375.0
+    held = {p["id"]: p for p in read(recorded.text(), recorded.started()).pending}
+    assert held["23"]["priority"] == pending["23"]["priority"] == 0.0  # a held job: its nice only
+    assert all("hold" not in n["queues"] for n in view.nodes) and "hold" not in view.partitions
+
+
+def test_a_job_moved_out_of_the_parking_partition_is_not_parked() -> None:
+    """Moved by its pin or by a hand-back: released, so the bridge no longer decides it."""
+    job = {"partition": "batch", "admin_comment": PARK_MARK, "priority": 1500}
+    assert parked(job) == ""
+    assert parked({**job, "partition": "hold"}) == "batch,short"
+    assert parked({**job, "partition": "hold", "admin_comment": "hpcsched:held"}) == ""
+
+
+def test_hand_back_moves_parked_jobs_home() -> None:
+    runner = _parked_read()
+    done = hand_back(runner)
+    assert sorted(done.unparked) == ["21", "22"] and "21" not in done.released
+    unpark = ["scontrol", "update", "JobId=21,22", "Partition=batch,short"]
+    assert unpark in runner.commands
+    kinds = [c[1] if c[1] == "release" else c[3].split("=")[0] for c in runner.commands]
+    assert kinds == ["release", "Partition", "AdminComment"]  # released, moved home, then re-marked
+    assert {"21", "22"} <= set(done.marked)

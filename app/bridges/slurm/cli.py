@@ -170,10 +170,16 @@ def explain(job_id: str, state: StatePath = DEFAULT_STATE) -> None:
 def recipe(heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S,
            failsafe: Annotated[bool, typer.Option(help="hold nothing when the heartbeat is stale "
                                                   "(--no-failsafe: hold every job, always)")] = True,
+           park: Annotated[str, typer.Option(help="park new jobs in this partition (every node, "
+                                             "State=DOWN) instead of holding them: they keep Slurm's "
+                                             "multifactor priority, which the bridge sends")] = "",
            install: Annotated[Path | None, typer.Option(help="write it here (beside slurm.conf) "
                                                         "instead of printing it")] = None) -> None:
     """The job_submit.lua that holds new jobs for the bridge, with its heartbeat file and grace."""
-    text = render(recipe_text(), heartbeat if failsafe else None, grace)
+    try:
+        text = render(recipe_text(), heartbeat if failsafe else None, grace, park)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
     if install is None:
         typer.echo(text, nl=False)
         return

@@ -8,10 +8,11 @@ watchdog calls it when the heartbeat is stale, `hpcsched slurm handback` on dema
 A hand-back, per pending job the bridge controls, in an order that leaves no job stranded if it
 is interrupted at any point:
 1. a job the bridge pinned (`ReqNodeList`, comment "hpcsched: started on ...") is unpinned;
-2. a job held by the recipe (marked, priority 0) is released;
+2. a job held by the recipe (marked, priority 0) is released; one it parked (in a down partition,
+   `PARK` in the recipe) is moved back to the partition(s) it asked for;
 3. its mark becomes `hpcsched:handed-back`, so no later bridge takes it for its own.
-A job interrupted after 2 is released and still marked: Slurm may start it, and a bridge reads a
-released job as not its own; the next hand-back rewrites the mark.
+A job interrupted after 2 is released (or back in its partition) and still marked: Slurm may start
+it, and a bridge reads such a job as not its own; the next hand-back rewrites the mark.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 import httpx
 
 from app.bridges.slurm.apply import COMMENT_PREFIX
-from app.bridges.slurm.read import MARK
+from app.bridges.slurm.read import MARK, parked
 from app.bridges.slurm.runner import Runner, SlurmError
 
 log = logging.getLogger("hpcsched.slurm")
@@ -43,6 +45,7 @@ HANDED_BACK_COMMENT = f"{COMMENT_PREFIX}handed back to Slurm's own scheduler"
 BATCH = 200
 _HEARTBEAT_LINE = re.compile(r'^local HEARTBEAT = "(.*)"$', re.M)
 _GRACE_LINE = re.compile(r"^local GRACE_S = (\d+)$", re.M)
+_PARK_LINE = re.compile(r'^local PARK = "(.*)"$', re.M)
 
 
 def recipe_text() -> str:
@@ -50,18 +53,25 @@ def recipe_text() -> str:
     return resources.files("app.bridges.slurm").joinpath("job_submit.lua").read_text()
 
 
-def render(text: str, heartbeat: Path | None, grace_s: int) -> str:
+def render(text: str, heartbeat: Path | None, grace_s: int, park: str | None = None) -> str:
     """`text` (a job_submit.lua) with its heartbeat path and grace set; `heartbeat=None` turns the
-    fail-safe off (every job held, whatever the bridge does)."""
+    fail-safe off (every job held, whatever the bridge does); `park`, when given, the partition new
+    jobs are parked in ("": held at priority 0)."""
     if grace_s < 1:
         raise ValueError(f"grace {grace_s}: must be at least 1 second")
     path = "" if heartbeat is None else str(heartbeat)
     if '"' in path or "\\" in path or "\n" in path:
         raise ValueError(f"heartbeat path {path!r}: no quotes, backslashes or newlines")
+    if park and not re.fullmatch(r"[A-Za-z0-9_.-]+", park):
+        raise ValueError(f"parking partition {park!r}: a partition name (letters, digits, _ . -)")
     text, n = _HEARTBEAT_LINE.subn(lambda m: f'local HEARTBEAT = "{path}"', text, count=1)
     text, k = _GRACE_LINE.subn(f"local GRACE_S = {grace_s}", text, count=1)
     if n != 1 or k != 1:
         raise ValueError("not hpcsched's job_submit.lua: no HEARTBEAT or GRACE_S line")
+    if park is not None:
+        text, n = _PARK_LINE.subn(f'local PARK = "{park}"', text, count=1)
+        if n != 1:
+            raise ValueError("this job_submit.lua cannot park jobs: no PARK line")
     return text
 
 
@@ -169,6 +179,7 @@ class Controlled:
     held: list[str] = field(default_factory=list)      # held by the recipe: to release
     pinned: list[str] = field(default_factory=list)    # pinned by the bridge: to unpin
     marked: list[str] = field(default_factory=list)    # every marked one: to mark handed back
+    parked: dict[str, list[str]] = field(default_factory=dict)  # parked, by the partitions they asked
 
     @classmethod
     def of(cls, jobs_json: str) -> Controlled:
@@ -186,9 +197,8 @@ class Controlled:
             self.marked.append(jid)
             if j.get("priority", 0) == 0:
                 self.held.append(jid)
-
-    def __len__(self) -> int:
-        return len(set(self.held) | set(self.pinned) | set(self.marked))
+            if home := parked(j):
+                self.parked.setdefault(home, []).append(jid)
 
 
 @dataclass
@@ -196,13 +206,15 @@ class HandBack:
     """What a hand-back did."""
 
     released: list[str] = field(default_factory=list)
+    unparked: list[str] = field(default_factory=list)
     unpinned: list[str] = field(default_factory=list)
     marked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        return (f"{len(self.released)} released, {len(self.unpinned)} unpinned, "
-                f"{len(self.marked)} marked handed back, {len(self.errors)} errors")
+        return (f"{len(self.released)} released, {len(self.unparked)} unparked, "
+                f"{len(self.unpinned)} unpinned, {len(self.marked)} marked handed back, "
+                f"{len(self.errors)} errors")
 
 
 def hand_back(runner: Runner, proceed: Callable[[], bool] = lambda: True) -> HandBack:
@@ -213,8 +225,9 @@ def hand_back(runner: Runner, proceed: Callable[[], bool] = lambda: True) -> Han
     the bridge reads as its own or as Slurm's, never stranded)."""
     todo = Controlled.of(runner.read().jobs)
     done = HandBack()
-    steps = ((todo.pinned, unpin, done.unpinned), (todo.held, release, done.released),
-             (todo.marked, mark_handed_back, done.marked))
+    steps = [(todo.pinned, unpin, done.unpinned), (todo.held, release, done.released)]
+    steps += [(ids, partial(unpark, home), done.unparked) for home, ids in todo.parked.items()]
+    steps += [(todo.marked, mark_handed_back, done.marked)]
     for ids, command, into in steps:
         if ids and not proceed():
             done.errors.append("stopped: the bridge completed a cycle again")
@@ -229,6 +242,11 @@ def unpin(ids: list[str]) -> list[str]:
 
 def release(ids: list[str]) -> list[str]:
     return ["scontrol", "release", ",".join(ids)]
+
+
+def unpark(home: str, ids: list[str]) -> list[str]:
+    """Back to the partition(s) the jobs asked for, where Slurm's scheduler starts them."""
+    return ["scontrol", "update", f"JobId={','.join(ids)}", f"Partition={home}"]
 
 
 def mark_handed_back(ids: list[str]) -> list[str]:
@@ -274,7 +292,10 @@ class Watch:
         seen = "no heartbeat" if self.age is None else f"last completed cycle {self.age:.0f} s ago"
         if self.handed is None:
             return f"bridge alive: {seen}"
-        return f"bridge stopped ({seen}): handed back to Slurm: {self.handed.summary()}"
+        done = self.handed
+        if not (done.released or done.unparked or done.unpinned or done.marked or done.errors):
+            return f"bridge stopped ({seen}): nothing of the bridge's left to hand back"
+        return f"bridge stopped ({seen}): handed back to Slurm: {done.summary()}"
 
 
 def check(runner: Runner, heartbeat: Heartbeat) -> Watch:

@@ -22,6 +22,7 @@ from schemas.common import TIME_BOUND
 from schemas.schedule import ScheduleRequest
 
 MARK = "hpcsched:held"
+PARKED = re.compile(r"hpcsched:held partition=(\S+) park=(\S+)")  # the recipe's mark when it parks
 UNLIMITED = 0xFFFFFFFE  # Slurm's NO_VAL and INFINITE are at and above this
 DOWN_STATES = {"down", "fail", "failing", "future", "unknown", "power_down", "powered_down"}
 DRAIN_FLAGS = {"DRAIN", "DRAINING", "DRAINED", "FAIL", "POWER_DOWN", "POWERED_DOWN", "NOT_RESPONDING"}
@@ -76,16 +77,17 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) 
     without the job_submit.lua)."""
     view = SlurmView(now=text.now)
     raw_nodes = json.loads(text.nodes)["nodes"]
+    jobs = json.loads(text.jobs)["jobs"]
+    parks = parking(jobs)
     nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {})
     for n in raw_nodes:
-        view.nodes.append(node_in(n))
+        view.nodes.append(node_in(n, parks))
         nodes.caps[n["name"]] = view.nodes[-1]["capacity"]
-        for p in n.get("partitions") or []:
+        for p in view.nodes[-1]["queues"]:
             view.partitions.setdefault(p, []).append(n["name"])
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    jobs = json.loads(text.jobs)["jobs"]
     states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
     for j in jobs:
         _take(view, j, started, nodes, take_unheld, states)
@@ -129,9 +131,22 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
         return f"not eligible yet ({j.get('state_reason')}): left alone"
     if (j.get("begin_time") or j.get("eligible_time") or 0) > now + 1:
         return "its begin time is still to come: left alone"
-    if j.get("priority", 0) != 0 and not take_unheld:
+    if j.get("priority", 0) != 0 and not take_unheld and not parked(j):
         return "not held by hpcsched's job_submit.lua: Slurm may start it itself"
     return unmapped(j)
+
+
+def parked(j: dict[str, Any]) -> str:
+    """The partition(s) a job the recipe parked asked for ("" when it is not parked: not marked so,
+    or no longer in the parking partition, e.g. moved by its pin or a hand-back)."""
+    m = PARKED.search(j.get("admin_comment") or "")
+    return m.group(1) if m and j.get("partition") == m.group(2) else ""
+
+
+def parking(jobs: list[dict[str, Any]]) -> set[str]:
+    """The recipe's parking partitions, from the marks: never a queue of the service's."""
+    marks = (PARKED.search(j.get("admin_comment") or "") for j in jobs)
+    return {m.group(2) for m in marks if m}
 
 
 def unmapped(j: dict[str, Any]) -> str:
@@ -168,9 +183,9 @@ def _met(item: str, states: dict[str, tuple[str, int]]) -> bool:
     return all(AFTER[kind](*states.get(i, ("COMPLETED", 0))) for i in ids)
 
 
-def node_in(n: dict[str, Any]) -> dict[str, Any]:
-    """One `sinfo --json` node as a wire NodeIn."""
-    parts = n.get("partitions") or ["default"]
+def node_in(n: dict[str, Any], parks: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """One `sinfo --json` node as a wire NodeIn (the recipe's parking partitions left out)."""
+    parts = [p for p in n.get("partitions") or [] if p not in parks] or ["default"]
     labels = [f for f in (n.get("active_features") or n.get("features") or "").split(",") if f]
     return {
         "id": n["name"], "queues": list(parts), "labels": labels, "state": node_state(n),
@@ -249,9 +264,11 @@ def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
         raise ValueError(f"constraint {features!r} (or/counts): not mapped, only and-ed features")
     job: dict[str, Any] = {
         "id": str(j["job_id"]), "user": j.get("user_name") or str(j.get("user_id", "")),
-        "queue": (j.get("partition") or "default").split(",")[0], "submit_time": float(j["submit_time"]),
-        "nodes": nodes, "cpu": cpu, "gpu": gres_gpus(j.get("tres_per_node") or ""),
-        "walltime_s": walltime_s(j.get("time_limit")), "priority": -float(j.get("nice") or 0),
+        "queue": (parked(j) or j.get("partition") or "default").split(",")[0],
+        "submit_time": float(j["submit_time"]), "nodes": nodes, "cpu": cpu,
+        "gpu": gres_gpus(j.get("tres_per_node") or ""), "walltime_s": walltime_s(j.get("time_limit")),
+        # a parked job keeps Slurm's multifactor priority (nice included); a held one has only its nice
+        "priority": float(j.get("priority") or 0) if parked(j) else -float(j.get("nice") or 0),
         "labels": [f for f in features.split("&") if f],
     }
     per_node, per_cpu = j.get("memory_per_node"), j.get("memory_per_cpu")
