@@ -29,7 +29,7 @@ MULTIFACTOR = ("PriorityType=priority/multifactor", "PriorityWeightJobSize=10000
                "PriorityWeightPartition=0", "PriorityWeightFairshare=0", "PriorityWeightQOS=0")
 # the service's weighted order with only the preset priority (Slurm's, sent by the bridge) weighed
 SLURM_ORDER = {"order": "weighted", "preset_weight": 1, "user_weight": 0, "queue_weight": 0, "age_weight": 0,
-               "max_priority": 1e15}
+               "max_priority": 1e15, "reserve_after_wait_s": 0}  # as docs/slurm-failsafe.md gives it
 
 
 @pytest.fixture

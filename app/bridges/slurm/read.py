@@ -2,7 +2,8 @@
 from slurmrestd) to the wire.
 
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
-a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`) whose
+a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`, or parked in
+the down partition its mark names, with its Slurm priority) whose
 dependencies are met and whose begin time has come. A job the user held, one waiting on a
 dependency, and one not held by the recipe (Slurm may start it itself) are never sent.
 """
@@ -83,7 +84,7 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False) 
     for n in raw_nodes:
         view.nodes.append(node_in(n, parks))
         nodes.caps[n["name"]] = view.nodes[-1]["capacity"]
-        for p in view.nodes[-1]["queues"]:
+        for p in set(n.get("partitions") or []) - parks:
             view.partitions.setdefault(p, []).append(n["name"])
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
