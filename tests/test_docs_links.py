@@ -12,8 +12,6 @@ from tests.docs_examples import ROOT, pages
 
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
-# written on another branch (issue 32's fail-safe guide); drop from here once merged
-PENDING = {ROOT / "docs" / "slurm-failsafe.md"}
 
 
 def anchors(page: Path) -> set[str]:
@@ -34,8 +32,6 @@ def test_every_link_lands(page: Path) -> None:
         path, _, anchor = link.partition("#")
         target = (page.parent / path).resolve() if path else page
         assert target.is_relative_to(ROOT), f"{page.name}: {link} points outside the project"
-        if target in PENDING and not target.exists():
-            continue
         assert target.exists(), f"{page.name}: {link}: no such file"
         if anchor and target.suffix == ".md":
             assert anchor in anchors(target), f"{page.name}: {link}: no such heading"

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from app.bridges.slurm.failsafe import render
+
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "sinfo")
 
 
@@ -56,6 +58,11 @@ class LocalSlurm:
     nodes: list[NodeSpec]
     partitions: list[PartitionSpec]
     job_submit_lua: Path | None = None
+    # the recipe's fail-safe: the heartbeat file it reads and its grace; None: off (every job held)
+    heartbeat: Path | None = None
+    grace_s: int = 300
+    park: str = ""  # the recipe's PARK: a State=DOWN partition of every node new jobs wait in
+    priority_conf: tuple[str, ...] = ("PriorityType=priority/basic",)
     scheduler: str = "sched/backfill"
     sched_params: str = "bf_interval=5"
     jwt: bool = False  # also accept JWTs (AuthAltTypes=auth/jwt, key in the temp dir): `token()`
@@ -185,7 +192,7 @@ class LocalSlurm:
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "ReturnToService=2", "MinJobAge=3600", "InactiveLimit=0", "KillWait=2",
             "SlurmctldTimeout=30", "SlurmdTimeout=60", "MessageTimeout=20",
-            f"SchedulerParameters={self.sched_params}", "PriorityType=priority/basic",
+            f"SchedulerParameters={self.sched_params}", *self.priority_conf,
         ]
         if self.jwt:
             key = r / "jwt.key"
@@ -193,7 +200,8 @@ class LocalSlurm:
             key.chmod(0o600)
             lines += ["AuthAltTypes=auth/jwt", f"AuthAltParameters=jwt_key={key}"]
         if self.job_submit_lua is not None:
-            shutil.copy(self.job_submit_lua, r / "job_submit.lua")
+            lua = render(self.job_submit_lua.read_text(), self.heartbeat, self.grace_s, self.park)
+            (r / "job_submit.lua").write_text(lua)
             lines.append("JobSubmitPlugins=lua")
         if any(n.gpus for n in self.nodes):
             lines.append("GresTypes=gpu")
@@ -207,6 +215,9 @@ class LocalSlurm:
             default = "YES" if p.default else "NO"
             lines.append(f"PartitionName={p.name} Nodes={','.join(p.nodes)} Default={default}"
                          " MaxTime=INFINITE State=UP OverSubscribe=NO")
+        if self.park:
+            lines.append(f"PartitionName={self.park} Nodes=ALL Default=NO MaxTime=INFINITE State=DOWN "
+                         "Hidden=YES")
         (r / "state").mkdir(exist_ok=True)
         self.conf.write_text("\n".join(lines) + "\n")
 

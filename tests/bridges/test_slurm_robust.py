@@ -296,3 +296,17 @@ def test_cpus_per_task_is_read_from_cpus_over_tasks() -> None:
     assert ask == Ask(12, 4, False)
     assert block_fill(ask, ["n1", "n2", "n3"], dict.fromkeys(["n1", "n2", "n3"], 8)) == dict.fromkeys(
         ["n1", "n2", "n3"], 4)
+
+
+def test_a_release_handed_back_to_slurm_is_never_taken_back(tmp_path: Path) -> None:
+    """A job the bridge released, then the watchdog handed back (unpinned, released, marked) while
+    the bridge was down, is Slurm's: the bridge come back neither holds it again nor sends it."""
+    def handed_back(jobs: Jobs) -> None:
+        job(jobs, 5).update(required_nodes="", priority=1000, state_reason="Priority",
+                            admin_comment="hpcsched:handed-back")
+    b = bridge(tmp_path, edited(handed_back), {"5": recorded.NOW - 600}, start_bound_s=60)
+    rep = b.cycle()
+    cmds = b.runner.commands  # type: ignore[attr-defined]
+    assert rep.ok and not [c for c in cmds if c[1] == "hold" or "JobId=5" in c[2:3]]
+    assert "5" not in released(cmds) and "5" not in {p["id"] for p in rep.view.pending}  # type: ignore[union-attr]
+    assert "handed back" in rep.view.skipped["5"]  # type: ignore[union-attr]

@@ -4,9 +4,14 @@
                        [--slurmrestd unix:/run/slurmrestd.sock | http://host:6820 [--token-file F]]
     hpcsched slurm once [--dry-run]          one cycle, then exit
     hpcsched slurm explain JOBID             the last priority, factors, reason and estimate
+    hpcsched slurm recipe [--install PATH]   the job_submit.lua (heartbeat path and grace set)
+    hpcsched slurm watchdog [--every 30]     hand the bridge's jobs back when it stopped cycling
+    hpcsched slurm handback                  hand every job the bridge holds back to Slurm (rollback)
+
+Fail-safe and rollback first: docs/slurm-failsafe.md.
 
 Without --url the service runs in process. Run as root (or SlurmUser) on a host with Slurm's
-client programs; see docs/slurm.md for the job_submit.lua recipe.
+client programs; `hpcsched slurm recipe` gives the job_submit.lua that holds new jobs for it.
 
 With --slurmrestd, reads, releases, partition moves and comments go through slurmrestd's REST API
 (`unix:/path`: local auth; `http(s)://`: JWT from SLURM_JWT or --token-file). Pinning a job to its
@@ -19,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -28,9 +34,20 @@ import typer
 from app import terminal
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge, CycleReport
+from app.bridges.slurm.failsafe import (
+    DEFAULT_GRACE_S,
+    DEFAULT_HEARTBEAT,
+    Heartbeat,
+    check,
+    hand_back,
+    recipe_settings,
+    recipe_text,
+    render,
+    service_probe,
+)
 from app.bridges.slurm.reconcile import START_BOUND_S
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
-from app.bridges.slurm.runner import CommandRunner, Runner
+from app.bridges.slurm.runner import CommandRunner, Runner, SlurmError
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.shadow import both_plans, table
 from app.bridges.slurm.state import BridgeState, state_path
@@ -59,6 +76,10 @@ TokenFile = Annotated[Path | None, typer.Option("--token-file", help="file holdi
                                                 "--slurmrestd (default: the SLURM_JWT environment variable)")]
 RestUser = Annotated[str | None, typer.Option("--rest-user", help="X-SLURM-USER-NAME for the JWT "
                                               "(default: this process's user)")]
+BeatPath = Annotated[Path, typer.Option("--heartbeat", help="the heartbeat file (the recipe's HEARTBEAT): "
+                                        "written after each completed cycle, read by recipe and watchdog")]
+Grace = Annotated[int, typer.Option("--grace", min=1, help="seconds without a completed cycle before Slurm "
+                                    "schedules on its own (the recipe's GRACE_S)")]
 
 
 def _runner(conf: str | None, slurmrestd: str | None, token_file: Path | None,
@@ -110,11 +131,13 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         params: Params = None, state: StatePath = None, log: Events = None,
         conf: Conf = None, cached: Cached = None,
         wake: Wake = True, slurmrestd: Rest = None, token_file: TokenFile = None,
-        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S) -> None:
+        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S,
+        heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached, start_bound)
+    bridge.heartbeat = Heartbeat(heartbeat, grace, service_probe(bridge.decide))
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)
@@ -127,10 +150,12 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
 def once(url: Url = None, api_key: ApiKey = None, dry_run: DryRun = False, policy: Policy = "easy",
          params: Params = None, state: StatePath = None, log: Events = None,
          conf: Conf = None, slurmrestd: Rest = None, token_file: TokenFile = None,
-         rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S) -> None:
+         rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S,
+         heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S) -> None:
     """One cycle, then exit (exit 1 when it could not read Slurm or reach the service)."""
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, start_bound=start_bound)
+    bridge.heartbeat = Heartbeat(heartbeat, grace, service_probe(bridge.decide))
     rep = bridge.cycle()
     _show(bridge, rep)
     if not rep.ok:
@@ -180,3 +205,99 @@ def _explained(job_id: str, info: dict[str, Any], held_again: str | None) -> str
 
 def _utc(t: float | None) -> str:
     return "?" if t is None else datetime.fromtimestamp(float(t), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@slurm_cli.command()
+def recipe(heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S,
+           failsafe: Annotated[bool, typer.Option(help="hold nothing when the heartbeat is stale "
+                                                  "(--no-failsafe: hold every job, always)")] = True,
+           park: Annotated[str, typer.Option(help="park new jobs in this partition (every node, "
+                                             "State=DOWN) instead of holding them: they keep Slurm's "
+                                             "multifactor priority, which the bridge sends")] = "",
+           install: Annotated[Path | None, typer.Option(help="write it here (beside slurm.conf) "
+                                                        "instead of printing it")] = None) -> None:
+    """The job_submit.lua that holds new jobs for the bridge, with its heartbeat file and grace."""
+    try:
+        text = render(recipe_text(), heartbeat if failsafe else None, grace, park)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from exc
+    if install is None:
+        typer.echo(text, nl=False)
+        return
+    install.write_text(text)
+    install.chmod(0o644)
+    console.print(f"wrote {install}; then set JobSubmitPlugins=lua in slurm.conf and `scontrol reconfigure`")
+
+
+RecipeFile = Annotated[Path | None, typer.Option("--recipe", exists=True, dir_okay=False,
+                                                 help="the installed job_submit.lua: take --heartbeat and "
+                                                 "--grace from it")]
+
+
+def _beat(heartbeat: Path, grace: int, installed: Path | None) -> Heartbeat:
+    if installed is None:
+        return Heartbeat(heartbeat, grace)
+    try:
+        path, grace = recipe_settings(installed.read_text())
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--recipe") from exc
+    if path is None:
+        raise typer.BadParameter(f"{installed}: its fail-safe is off (HEARTBEAT is empty)",
+                                 param_hint="--recipe")
+    return Heartbeat(path, grace)
+
+
+@slurm_cli.command()
+def watchdog(heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S,
+             installed: RecipeFile = None,
+             every: Annotated[float | None, typer.Option(help="check every S seconds, forever (default: "
+                                                         "check once, for cron or a timer)")] = None,
+             conf: Conf = None, slurmrestd: Rest = None, token_file: TokenFile = None,
+             rest_user: RestUser = None) -> None:
+    """When the bridge has not completed a cycle within the grace, release every job it holds,
+    unpinned, to Slurm's own scheduler (exit 1 when Slurm could not be read or refused a command)."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    beat = _beat(heartbeat, grace, installed)
+    runner = _runner(conf, slurmrestd, token_file, rest_user)
+    while True:
+        ok = _watch_once(runner, beat)
+        if every is None:
+            raise typer.Exit(0 if ok else 1)
+        time.sleep(every)
+
+
+def _watch_once(runner: Runner, beat: Heartbeat) -> bool:
+    try:
+        seen = check(runner, beat)
+    except SlurmError as exc:
+        console.print(f"[red]watchdog: Slurm not read[/red]: {exc}")
+        return False
+    console.print(seen.line())
+    return seen.handed is None or not seen.handed.errors
+
+
+@slurm_cli.command()
+def handback(heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S,
+             installed: RecipeFile = None,
+             force: Annotated[bool, typer.Option(help="even while the bridge still cycles")] = False,
+             conf: Conf = None, slurmrestd: Rest = None, token_file: TokenFile = None,
+             rest_user: RestUser = None) -> None:
+    """Planned rollback: remove the heartbeat (the recipe stops holding new jobs at once) and release
+    every job the bridge holds, unpinned, to Slurm's own scheduler. Stop the bridge first."""
+    beat = _beat(heartbeat, grace, installed)
+    if not beat.stale() and beat.writer_alive() is not False and not force:
+        console.print(f"the bridge completed a cycle {beat.age():.0f} s ago and may still run: stop it "
+                      "first (it would hold new jobs again), or pass --force")
+        raise typer.Exit(2)
+    runner = _runner(conf, slurmrestd, token_file, rest_user)
+    beat.stop()
+    try:
+        done = hand_back(runner)
+    except SlurmError as exc:
+        console.print(f"[red]handback: Slurm not read[/red]: {exc}")
+        raise typer.Exit(1) from exc
+    console.print(f"handed back to Slurm's own scheduler: {done.summary()}")
+    for err in done.errors:
+        console.print(f"  {err}")
+    if done.errors:
+        raise typer.Exit(1)

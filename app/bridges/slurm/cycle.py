@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from app.bridges.slurm.apply import Plan, Start, plan, release
 from app.bridges.slurm.cached import CachedCluster
+from app.bridges.slurm.failsafe import Heartbeat
 from app.bridges.slurm.read import SlurmView, read
 from app.bridges.slurm.reconcile import START_BOUND_S, hold, reconcile, refused_jobs, unpin
 from app.bridges.slurm.runner import Runner, SlurmError
@@ -68,6 +69,7 @@ class Bridge:
     cache: CachedCluster | None = None
     start_bound_s: float = START_BOUND_S
     hook: Callable[[str], None] = lambda step: None
+    heartbeat: Heartbeat | None = None  # beaten after each completed cycle (not in shadow mode)
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures (`hook`,
@@ -92,6 +94,8 @@ class Bridge:
             self._apply(plan(resp or EMPTY, view, self.state.held_again), rep)
         rep.timing_ms["apply"] = (time.perf_counter() - t2) * 1e3
         self.state.save()
+        if self.heartbeat is not None and not self.dry_run:
+            self.heartbeat.completed(rep.errors, decided=resp is not None)
         self._event("cycle", cache=self.cache.last_write if self.cache else None,
                     timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
                     skipped=view.skipped, aside=rep.aside, started=rep.started, errors=rep.errors,

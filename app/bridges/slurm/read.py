@@ -2,7 +2,8 @@
 from slurmrestd) to the wire.
 
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
-a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`) whose
+a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`, or parked in
+the down partition its mark names, with its Slurm priority) whose
 dependencies are met and whose begin time has come. A job the user held, one waiting on a
 dependency, and one not held by the recipe (Slurm may start it itself) are never sent. An array's
 tasks are jobs of their own, named `ARRAY_TASK`.
@@ -23,6 +24,8 @@ from schemas.common import TIME_BOUND
 from schemas.schedule import ScheduleRequest
 
 MARK = "hpcsched:held"
+HANDED_BACK = "hpcsched:handed-back"  # the watchdog's or `handback`'s mark: Slurm's own from then on
+PARKED = re.compile(r"hpcsched:held partition=(\S+) park=(\S+)")  # the recipe's mark when it parks
 UNLIMITED = 0xFFFFFFFE  # Slurm's NO_VAL and INFINITE are at and above this
 DOWN_STATES = {"down", "fail", "failing", "future", "unknown", "power_down", "powered_down"}
 DRAIN_FLAGS = {"DRAIN", "DRAINING", "DRAINED", "FAIL", "POWER_DOWN", "POWERED_DOWN", "NOT_RESPONDING"}
@@ -112,19 +115,20 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     each released job (what it holds until Slurm starts it)."""
     view = SlurmView(now=text.now)
     raw_nodes = json.loads(text.nodes)["nodes"]
+    jobs = json.loads(text.jobs)["jobs"]
+    parks = parking(jobs)
     nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {}, layouts or {})
     for n in raw_nodes:
         view.order[n["name"]] = len(view.order)
-        view.nodes.append(node_in(n))
+        view.nodes.append(node_in(n, parks))
         nodes.caps[n["name"]] = view.nodes[-1]["capacity"]
-        for p in n.get("partitions") or []:
+        for p in set(n.get("partitions") or []) - parks:
             view.partitions.setdefault(p, []).append(n["name"])
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    raw = json.loads(text.jobs)["jobs"]
-    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in raw}
-    for j in (task for r in raw for task in array_tasks(r)):
+    states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in jobs}
+    for j in (task for r in jobs for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
     return view
 
@@ -166,6 +170,8 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: 
     view.comments[jid] = j.get("comment") or ""
     if state in HOLDING and j.get("job_resources"):
         view.running.append(running_in(j, nodes.threads, view.now))
+    elif state == "PENDING" and HANDED_BACK in (j.get("admin_comment") or ""):
+        view.skipped[jid] = "handed back to Slurm's own scheduler: left alone"
     elif state == "PENDING" and jid in started:
         _released(view, j, started[jid], nodes)
     elif state == "PENDING":
@@ -218,9 +224,22 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
         return f"not eligible yet ({j.get('state_reason')}): left alone"
     if (j.get("begin_time") or j.get("eligible_time") or 0) > now + 1:
         return "its begin time is still to come: left alone"
-    if j.get("priority", 0) != 0 and not take_unheld:
+    if j.get("priority", 0) != 0 and not take_unheld and not parked(j):
         return "not held by hpcsched's job_submit.lua: Slurm may start it itself"
     return unmapped(j)
+
+
+def parked(j: dict[str, Any]) -> str:
+    """The partition(s) a job the recipe parked asked for ("" when it is not parked: not marked so,
+    or no longer in the parking partition, e.g. moved by its pin or a hand-back)."""
+    m = PARKED.search(j.get("admin_comment") or "")
+    return m.group(1) if m and j.get("partition") == m.group(2) else ""
+
+
+def parking(jobs: list[dict[str, Any]]) -> set[str]:
+    """The recipe's parking partitions, from the marks: never a queue of the service's."""
+    marks = (PARKED.search(j.get("admin_comment") or "") for j in jobs)
+    return {m.group(2) for m in marks if m}
 
 
 def unmapped(j: dict[str, Any]) -> str:
@@ -257,9 +276,9 @@ def _met(item: str, states: dict[str, tuple[str, int]]) -> bool:
     return all(AFTER[kind](*states.get(i, ("COMPLETED", 0))) for i in ids)
 
 
-def node_in(n: dict[str, Any]) -> dict[str, Any]:
-    """One `sinfo --json` node as a wire NodeIn."""
-    parts = n.get("partitions") or ["default"]
+def node_in(n: dict[str, Any], parks: set[str] | frozenset[str] = frozenset()) -> dict[str, Any]:
+    """One `sinfo --json` node as a wire NodeIn (the recipe's parking partitions left out)."""
+    parts = [p for p in n.get("partitions") or [] if p not in parks] or ["default"]
     labels = [f for f in (n.get("active_features") or n.get("features") or "").split(",") if f]
     return {
         "id": n["name"], "queues": list(parts), "labels": labels, "state": node_state(n),
@@ -345,9 +364,11 @@ def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
         raise ValueError(f"constraint {features!r} (or/counts): not mapped, only and-ed features")
     job: dict[str, Any] = {
         "id": str(j["job_id"]), "user": j.get("user_name") or str(j.get("user_id", "")),
-        "queue": (j.get("partition") or "default").split(",")[0], "submit_time": float(j["submit_time"]),
-        "nodes": nodes, "cpu": cpu, "gpu": gres_gpus(j.get("tres_per_node") or ""),
-        "walltime_s": walltime_s(j.get("time_limit")), "priority": -float(j.get("nice") or 0),
+        "queue": (parked(j) or j.get("partition") or "default").split(",")[0],
+        "submit_time": float(j["submit_time"]), "nodes": nodes, "cpu": cpu,
+        "gpu": gres_gpus(j.get("tres_per_node") or ""), "walltime_s": walltime_s(j.get("time_limit")),
+        # a parked job keeps Slurm's multifactor priority (nice included); a held one has only its nice
+        "priority": float(j.get("priority") or 0) if parked(j) else -float(j.get("nice") or 0),
         "labels": [f for f in features.split("&") if f],
     }
     per_node, per_cpu = j.get("memory_per_node"), j.get("memory_per_cpu")
