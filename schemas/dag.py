@@ -178,7 +178,8 @@ class DagPlanRequest(Strict):
         description="seconds for improving the list plan (local search; for `best` also more task "
         "priorities, and every planner runs); 0: none; default: 3 × the list scheduling time, at least "
         "0.05 s; never more than the service's HPCSCHED_DAG_MAX_SEARCH_S. `best` without it keeps as a "
-        "whole (from the body's arrival) within HPCSCHED_DAG_BEST_DEFAULT_S (and that ceiling): a planner "
+        "whole (from the start of planning: parsing and checking the body are not counted, `timing_ms` "
+        "reports them apart) within HPCSCHED_DAG_BEST_DEFAULT_S (and that ceiling): a planner "
         "after the first starts only when it is expected to end within it (see `skipped`), and the "
         "search has what is left")
     explain: bool = Field(
@@ -241,7 +242,7 @@ class DagPlanResponse(BaseModel):
         "could not be expected to end within `total_budget_s`)")
     total_budget_s: float | None = Field(
         None, description="`best` without time_budget_s: the seconds its planners and search had in "
-        "all (HPCSCHED_DAG_BEST_DEFAULT_S less the time parsing and checking the request took)")
+        "all, from the start of planning (HPCSCHED_DAG_BEST_DEFAULT_S, or the search ceiling if lower)")
     lower_bound: float | None = Field(
         None, description="no plan can have a shorter makespan: the larger of the longest chain of tasks "
         "(each on the group where it could finish first, every transfer at its cheapest, from when a slot "
