@@ -235,11 +235,11 @@ class DagPlanResponse(BaseModel):
     search: SearchOut | None = Field(None, description="what the search after list scheduling gained")
     finish: float = Field(..., description="latest finish of any task")
     makespans: dict[str, float] = Field(
-        ..., description="makespan of each planner run, in the order run (`best`: heft, mdl, peft)")
+        ..., description="makespan of each planner run, in the order run (`best`: heft, peft, mdl)")
     skipped: dict[str, str] = Field(
         default_factory=dict, description="`best`: each planner it did not run, and why: "
         "`reached_bound` (a plan so far reached `lower_bound`: none is shorter) or `time_budget` (it "
-        "could not be expected to end within `total_budget_s`)")
+        "could not be expected to end within `total_budget_s`, or started and gave up when it could not)")
     total_budget_s: float | None = Field(
         None, description="`best` without time_budget_s: the seconds its planners and search had in "
         "all, from the start of planning (HPCSCHED_DAG_BEST_DEFAULT_S, or the search ceiling if lower)")

@@ -1,10 +1,12 @@
 """`best`: run the planners in turn, keep the shortest plan (ties go to the first in `prefer`, `mdl`).
 
-The planners run cheapest and nearest the bound first (`ORDER`: HEFT, then MDL, then PEFT). One is
-skipped, and says why in `Portfolio.skipped`, when a plan so far already reaches the lower bound
-(`app.sched.dag.bound`: no plan is shorter), or when a budget is given and the planner could not be
-expected to end within it: its expected time is its `COST` (its time relative to HEFT's) times the
-slowest pace, seconds per unit of `COST`, of the planners run so far. The first planner always runs.
+The planners run cheapest first (`ORDER`: HEFT, then PEFT, then MDL, which takes 13-60 x HEFT's
+time). One is skipped, and says why in `Portfolio.skipped`, when a plan so far already reaches the
+lower bound (`app.sched.dag.bound`: no plan is shorter), or when a budget is given and the planner
+could not be expected to end within it: its expected time is its `COST` (its time relative to
+HEFT's) times the slowest pace, seconds per unit of `COST`, of the planners run so far. One that
+starts and then cannot end within the budget (at the pace it goes, or at all) gives up and is
+skipped too (`Pace.late`). The first planner always runs, to its end.
 """
 
 from __future__ import annotations
@@ -14,15 +16,16 @@ from dataclasses import dataclass, field
 
 from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
-from app.sched.dag.model import Plan, TaskStatus
+from app.sched.dag.model import Late, Plan, Stopped, TaskStatus
 
 NAME = "best"
-ORDER = ("heft", "mdl", "peft")
+ORDER = ("heft", "peft", "mdl")
 # time relative to HEFT's (compiled, `list_kernel`), about the middle of what bench_dag's shapes show
 # at 1,000 and 10,000 tasks x 64 groups and 20,000 x 200 x 2: mdl 13-29 x, peft 1.0-1.5 x
 COST = {"heft": 1.0, "mdl": 25.0, "peft": 1.3}
 SKIP_BOUND = "reached_bound"  # a plan so far reaches the lower bound: none is shorter
-SKIP_TIME = "time_budget"  # it could not be expected to end within the time budget
+SKIP_TIME = "time_budget"  # it could not be expected to end within the time budget, or gave up
+PROJECT_FROM = 0.25  # `Pace.late` projects a planner's end once it has placed this fraction more
 
 
 def makespan(plan: Plan, now: float) -> float:
@@ -57,6 +60,21 @@ class Pace:
     def fits(self, name: str) -> bool:
         return self.budget_s is None or self.clock() - self.t0 + self.expected(name) <= self.budget_s
 
+    def late(self) -> Late:
+        """For a planner about to start: whether, having placed a fraction `done` of its tasks, it
+        should give up: the budget is spent, or its pace since the first question (its set-up
+        apart) says the rest would not end within what is left."""
+        first: list[float] = []
+
+        def late(done: float) -> bool:
+            now = self.clock()
+            left = self.budget_s - (now - self.t0) if self.budget_s is not None else float("inf")
+            if not first:
+                first.extend((now, done))
+            went = done - first[1]
+            return left <= 0 or (went >= PROJECT_FROM and (now - first[0]) * (1 - done) / went > left)
+        return late
+
     def timed(self, name: str, run: Callable[[], Plan]) -> Plan:
         t1 = self.clock()
         plan = run()
@@ -69,7 +87,7 @@ def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False
               prefer: Sequence[str] = ()) -> Portfolio:
     """The shortest of the planners' plans (run in the order given), each one's makespan, and the
     planners skipped: those after a plan that reaches `bound` (a makespan no plan beats), and those
-    `pace` does not expect to end within its budget. Among equal makespans the first in `prefer`
+    `pace` does not expect to end within its budget or that gave up on it. Among equal makespans the first in `prefer`
     wins, then the first run."""
     pace = pace or Pace()
     plans: dict[str, Plan] = {}
@@ -82,7 +100,12 @@ def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False
         elif plans and not pace.fits(name):
             skipped[name], skipped_s = SKIP_TIME, skipped_s + pace.expected(name)
         else:
-            plans[name] = pace.timed(name, lambda p=planner: p.plan(c, explain))  # type: ignore[attr-defined]
+            late = pace.late() if plans else None  # the first runs to its end: there is no plan yet
+            try:
+                plans[name] = pace.timed(name, lambda p=planner, k=late: p.plan(c, explain, k))  # type: ignore[attr-defined]
+            except Stopped:
+                skipped[name], skipped_s = SKIP_TIME, skipped_s + pace.expected(name)
+                continue
             spans[name] = makespan(plans[name], c.problem.now)
     rank = {name: i for i, name in enumerate(prefer)}
     winner = min(spans, key=lambda name: (spans[name], rank.get(name, len(rank))))
