@@ -87,8 +87,8 @@ def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False
               prefer: Sequence[str] = ()) -> Portfolio:
     """The shortest of the planners' plans (run in the order given), each one's makespan, and the
     planners skipped: those after a plan that reaches `bound` (a makespan no plan beats), and those
-    `pace` does not expect to end within its budget or that gave up on it. Among equal makespans the first in `prefer`
-    wins, then the first run."""
+    `pace` does not expect to end within its budget or that gave up on it. Among equal makespans the
+    first in `prefer` wins, then the first run."""
     pace = pace or Pace()
     plans: dict[str, Plan] = {}
     spans: dict[str, float] = {}
