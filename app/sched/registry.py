@@ -76,7 +76,7 @@ DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
 NEAR_BOUND = 0.005  # a plan within this fraction of the lower bound is taken as short enough...
 NEAR_MIN_CELLS = 100_000  # ...from this many tasks x groups (below, the search is cheap: it runs)
 BEST_DEFAULT_S = 0.8  # `best` without an asked budget: everything (planners and search) within this
-ANSWER_S_PER_TASK = 4e-6  # kept in hand from `best`'s total for what follows the search (critical path)
+ANSWER_S_PER_TASK = 2e-6  # kept in hand from `best`'s total for what follows the search (critical path)
 PATIENCE = 100  # a default-budget search stops after max(this, n) re-timings without gain (`stalled`)
 PATIENCE_PLANS = 8  # ... and `best`'s other priorities after max(this, n) list plans without gain
 
