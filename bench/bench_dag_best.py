@@ -2,7 +2,7 @@
 
     python bench/bench_dag_best.py                      # shapes x sizes, and the WfCommons workflows
     python bench/bench_dag_best.py --sizes 1000,10000 --shapes layered --no-workflows
-    python bench/bench_dag_best.py --budget 0.3
+    python bench/bench_dag_best.py --budget 0.3 --folder ../shared/data/workflows --no-http
 
 Each row: one problem; `heft`, `peft`, `mdl` alone (list plan, no search) and `best` with no asked
 budget (its total, counted from the start of planning, as the service gives it). `best/x` is best's
@@ -93,6 +93,23 @@ def http_rows(folder: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def search_rows(sizes: list[int]) -> list[dict[str, Any]]:
+    """The default search after `heft` and `mdl` alone (3 x the list time, at least 0.05 s, at most
+    2 s, stopped sooner once it stops gaining) on layered DAGs: its time and what it gained."""
+    rows = []
+    for n in sizes:
+        p = shaped_dag("layered", n, groups(64, seed=n), seed=n)
+        for m in ("heft", "mdl"):
+            s, r = _timed(p, m, search_s=None)
+            found = r.search
+            rows.append({"instance": f"layered {n}", "method": m, "total_s": s,
+                         "search_budget_s": found.budget_s if found else 0.0,
+                         "search_s": found.seconds if found else 0.0,
+                         "evaluations": found.evaluations if found else 0,
+                         "gain_%": 100 * found.gain if found else 0.0})
+    return rows
+
+
 def problems(sizes: list[int], shapes: list[str], workflows: Path | None) -> list[tuple[str, DagProblem]]:
     out = []
     for shape in shapes:
@@ -126,32 +143,47 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
                                                    for r in rows)}
 
 
-@cli.command()
-def main(
-    sizes: str = typer.Option("200,1000,3000,10000,20000", help="task counts (20000: 200 groups x 2 slots)"),
-    shapes: str = typer.Option("layered,fanout,independent,chain", help="DAG shapes"),
-    budget: float = typer.Option(0.8, help="best's total, s (the service's HPCSCHED_DAG_BEST_DEFAULT_S)"),
-    workflows: Annotated[Path, typer.Option(help="WfFormat instances")] = DEFAULT_WORKFLOWS,
-    use_workflows: bool = typer.Option(True, "--workflows/--no-workflows"),
-    http: bool = typer.Option(True, help="also POST each workflow to uvicorn (the service's timing)"),
-    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
-) -> None:
-    found = problems([int(x) for x in sizes.split(",") if x], shapes.split(","),
-                     workflows if use_workflows else None)
+def best_rows(found: list[tuple[str, DagProblem]], budget: float) -> list[dict[str, Any]]:
     plan_dag(found[0][1], "best", search_s=None, clock=time.monotonic)  # loads the compiled loops
     rows = []
     for name, p in found:
         rows.append(row(name, p, budget))
         console.print(f"{name}: {rows[-1]['best_s']:.3f} s, time/budget {rows[-1]['time/budget']:.2f}")
+    return rows
+
+
+def _summary_table(total: dict[str, Any]) -> Table:
     table = Table(title="summary")
     table.add_column("figure")
     table.add_column("value", justify="right")
-    total = summary(rows)
     for k, v in total.items():
         table.add_row(k, f"{v:.3f}" if isinstance(v, float) else str(v))
-    tables = [_table(rows, "best on its default budget vs each list method alone (makespan ratios; s)"),
-              table]
-    result: dict[str, Any] = {"rows": rows, "summary": total}
+    return table
+
+
+@cli.command()
+def main(
+    sizes: str = typer.Option("200,1000,3000,10000,20000", help="task counts (20000: 200 groups x 2 slots)"),
+    shapes: str = typer.Option("layered,fanout,independent,chain", help="DAG shapes"),
+    budget: float = typer.Option(0.8, help="best's total, s (the service's HPCSCHED_DAG_BEST_DEFAULT_S)"),
+    workflows: Annotated[Path, typer.Option("--folder", help="WfFormat instances")] = DEFAULT_WORKFLOWS,
+    use_workflows: bool = typer.Option(True, "--workflows/--no-workflows"),
+    http: bool = typer.Option(True, help="also POST each workflow to uvicorn (the service's timing)"),
+    search_sizes: str = typer.Option("1000,3000,10000", help="layered sizes for the default-search table"),
+    json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
+) -> None:
+    found = problems([int(x) for x in sizes.split(",") if x], shapes.split(","),
+                     workflows if use_workflows else None)
+    tables: list[Table] = []
+    result: dict[str, Any] = {}
+    if found:
+        result["rows"] = best_rows(found, budget)
+        result["summary"] = summary(result["rows"])
+        tables += [_table(result["rows"], "best on its default budget vs each list method alone "
+                          "(makespan ratios; s)"), _summary_table(result["summary"])]
+    if search_sizes:
+        result["search"] = search_rows([int(x) for x in search_sizes.split(",") if x])
+        tables.append(_table(result["search"], "the default search after one method (s; gain in %)"))
     if http and use_workflows and workflows.is_dir():
         result["http"] = http_rows(workflows)
         tables.append(_table(result["http"], "through the service: best's total counts from the start of "

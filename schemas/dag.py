@@ -177,7 +177,10 @@ class DagPlanRequest(Strict):
         None, ge=0, le=600,
         description="seconds for improving the list plan (local search; for `best` also more task "
         "priorities, and every planner runs); 0: none; default: 3 × the list scheduling time, at least "
-        "0.05 s; never more than the service's HPCSCHED_DAG_MAX_SEARCH_S. `best` without it keeps as a "
+        "0.05 s, and the search stops sooner once it stops gaining (no shorter plan in the last "
+        "max(100, 10⁶ / tasks) re-timings, or as many as the last gain took); an asked budget is "
+        "searched to its end; never more than the service's HPCSCHED_DAG_MAX_SEARCH_S. `best` without "
+        "it keeps as a "
         "whole (from the start of planning: parsing and checking the body are not counted, `timing_ms` "
         "reports them apart) within HPCSCHED_DAG_BEST_DEFAULT_S (and that ceiling): a planner "
         "after the first starts only when it is expected to end within it (see `skipped`), and the "
