@@ -251,7 +251,8 @@ class DagPlanResponse(BaseModel):
         "(each on the group where it could finish first, every transfer at its cheapest, from when a slot "
         "is free) and the time all slots together need for the work. A plan that reaches it is optimal "
         "and `best` runs no more planners; on 100,000 tasks × groups or more, once a plan is within "
-        "0.5 % of it, no search is begun or goes on. Computed for `best` and whenever the search runs")
+        "0.5 % of it, no search is begun or goes on. Computed for `best` (after its first planner, when "
+        "its total leaves time for it: absent, no search ran either) and whenever the search runs")
     tasks: list[TaskPlanOut]
     groups: list[str]
     critical_path: list[str]

@@ -115,9 +115,8 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     skipped_s = 0.0
     keep = ANSWER_S_PER_TASK * c.n_tasks
     if algorithm == best.NAME:
-        bound = lower_bound(c)
         total = min(best_default_s, max_search_s) if search_s is None and clock else None
-        plan, spans, skipped, skipped_s = _portfolio(c, explain, bound, _less(total, keep), clock, t0)
+        plan, spans, skipped, skipped_s, bound = _portfolio(c, explain, _less(total, keep), clock, t0)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
@@ -127,7 +126,8 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     budget = search_budget(search_s, list_s + skipped_s, max_search_s)
     budget = budget if total is None else max(0.0, min(budget, total - keep - list_s))
     found, tried = None, 0
-    if budget > 0 and (clock or max_evaluations):
+    if budget > 0 and (clock or max_evaluations) and not (total is not None and bound is None):
+        # (`best` left the bound out: its total had no time for it, nor for a search)
         bound = lower_bound(c) if bound is None else bound
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
                                      max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans),
@@ -145,16 +145,16 @@ def _good_enough(c: Compiled, bound: float, near: float, min_cells: int) -> floa
     return bound * (1 + near) if c.n_tasks * c.n_groups >= min_cells else bound
 
 
-def _portfolio(c: Compiled, explain: bool, bound: float, total: float | None,
-               clock: Callable[[], float] | None, t0: float
-               ) -> tuple[Plan, dict[str, float], dict[str, str], float]:
+def _portfolio(c: Compiled, explain: bool, total: float | None, clock: Callable[[], float] | None,
+               t0: float) -> tuple[Plan, dict[str, float], dict[str, str], float, float | None]:
     """`best`'s planners in `best.ORDER`, within `total` seconds from `t0` when it is given; the
-    plan, the makespans, the planners skipped and the time those skipped for time would have taken
-    (the search's default counts it as list time: skipping a planner does not shrink the search)."""
+    plan, the makespans, the planners skipped, the time those skipped for time would have taken
+    (the search's default counts it as list time: skipping a planner does not shrink the search),
+    and the lower bound (computed after the first planner if the total leaves time for it)."""
     pace = best.Pace(total, clock, clock() - t0) if clock else None
-    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, bound, pace,
-                           prefer=list(DAG_PLANNERS))
-    return found.plan, found.spans, found.skipped, found.skipped_s
+    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, lambda: lower_bound(c),
+                           pace, prefer=list(DAG_PLANNERS))
+    return found.plan, found.spans, found.skipped, found.skipped_s, found.bound
 
 
 def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,

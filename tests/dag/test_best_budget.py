@@ -115,3 +115,24 @@ def test_a_plan_near_the_bound_is_not_searched_on_a_large_problem(min_cells: int
     assert r.bound is not None and not reaches(r.makespan, r.bound)
     assert r.makespans[r.plan.algorithm] <= r.bound * (1 + NEAR_BOUND)
     assert r.search is not None and (r.search.evaluations > 0 or r.restarts > 0) == searched
+
+
+@pytest.mark.parametrize(("budget", "computed"), [(None, True), (1.0, True), (0.2, True), (0.15, False)])
+def test_the_bound_is_computed_after_the_first_planner_when_it_fits(monkeypatch: pytest.MonkeyPatch,
+                                                                  budget: float | None,
+                                                                  computed: bool) -> None:
+    """HEFT takes 0.1 s and the bound is expected to take as long: with 0.15 s it is left out (at the
+    size limit it costs about HEFT's time, after the plan is there), and then no later planner fits."""
+    monkeypatch.setattr(best, "COST", {"heft": 1.0, "mdl": 3.0, "peft": 1.3, "bound": 1.0})
+    now, calls = [0.0], []
+    c = compile_problem(shaped_dag("layered", 40, groups(4, seed=1), seed=1))
+
+    def bound() -> float:
+        calls.append(now[0])
+        return 0.0  # a bound below every plan: nothing reaches it, every planner that fits runs
+    found = best.best_plan(c, {n: Slow(n, now) for n in best.ORDER}, bound=bound,
+                           pace=best.Pace(budget, lambda: now[0]))
+    assert (found.bound == 0.0) == computed and len(calls) == int(computed)
+    assert not computed or calls == [pytest.approx(SECONDS["heft"])]  # right after the first planner
+    if not computed:
+        assert list(found.spans) == ["heft"]

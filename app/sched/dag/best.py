@@ -23,7 +23,7 @@ ORDER = ("heft", "peft", "mdl")
 # time relative to HEFT's (compiled, `list_kernel`) on bench_dag's shapes at 1,000 and 10,000 tasks x
 # 64 groups and 20,000 x 200 x 2: mdl 13-60 x, peft 1.0-1.8 x. PEFT's compiled loop cannot stop part
 # way, so it is taken at the top of its range; MDL gives up when late (`Pace.late`): the middle
-COST = {"heft": 1.0, "mdl": 25.0, "peft": 1.8}
+COST = {"heft": 1.0, "mdl": 25.0, "peft": 1.8, "bound": 1.0}  # bound: the lower bound, 0.4-1.3 x
 SKIP_BOUND = "reached_bound"  # a plan so far reaches the lower bound: none is shorter
 SKIP_TIME = "time_budget"  # it could not be expected to end within the time budget, or gave up
 PROJECT_FROM = 0.5  # `Pace.late` projects a planner's end once it has placed this fraction more
@@ -40,6 +40,7 @@ class Portfolio:
     spans: dict[str, float]  # per planner run, in the order run
     skipped: dict[str, str] = field(default_factory=dict)  # per planner not run: why
     skipped_s: float = 0.0  # the time the planners skipped for time were expected to take
+    bound: float | None = None  # the lower bound, if it was given or computed
 
 
 @dataclass(slots=True)
@@ -84,18 +85,22 @@ class Pace:
 
 
 def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False,
-              bound: float | None = None, pace: Pace | None = None,
+              bound: float | Callable[[], float] | None = None, pace: Pace | None = None,
               prefer: Sequence[str] = ()) -> Portfolio:
     """The shortest of the planners' plans (run in the order given), each one's makespan, and the
     planners skipped: those after a plan that reaches `bound` (a makespan no plan beats), and those
     `pace` does not expect to end within its budget or that gave up on it. Among equal makespans the
-    first in `prefer` wins, then the first run."""
+    first in `prefer` wins, then the first run. `bound` given as a function is computed after the
+    first planner when `pace` expects it to fit (COST["bound"]), else left out: at the size limit on
+    a short total it would cost as much as HEFT, after the plan is already there."""
     pace = pace or Pace()
     plans: dict[str, Plan] = {}
     spans: dict[str, float] = {}
     skipped: dict[str, str] = {}
     skipped_s = 0.0
     for name, planner in planners.items():
+        if plans and callable(bound):
+            bound = bound() if pace.fits("bound") else None
         if plans and reaches(min(spans.values()), bound):
             skipped[name] = SKIP_BOUND
         elif plans and not pace.fits(name):
@@ -108,6 +113,8 @@ def best_plan(c: Compiled, planners: Mapping[str, object], explain: bool = False
                 skipped[name], skipped_s = SKIP_TIME, skipped_s + pace.expected(name)
                 continue
             spans[name] = makespan(plans[name], c.problem.now)
+    if callable(bound):  # a single planner
+        bound = bound() if pace.fits("bound") else None
     rank = {name: i for i, name in enumerate(prefer)}
     winner = min(spans, key=lambda name: (spans[name], rank.get(name, len(rank))))
-    return Portfolio(plans[winner], spans, skipped, skipped_s)
+    return Portfolio(plans[winner], spans, skipped, skipped_s, bound)
