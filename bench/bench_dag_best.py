@@ -169,7 +169,7 @@ def main(
     workflows: Annotated[Path, typer.Option("--folder", help="WfFormat instances")] = DEFAULT_WORKFLOWS,
     use_workflows: bool = typer.Option(True, "--workflows/--no-workflows"),
     http: bool = typer.Option(True, help="also POST each workflow to uvicorn (the service's timing)"),
-    search_sizes: str = typer.Option("1000,3000,10000", help="layered sizes for the default-search table"),
+    search_sizes: str = typer.Option("300,1000,3000,10000", help="layered sizes, default-search table"),
     json_out: Annotated[Path | None, typer.Option("--json", help="write the rows here")] = None,
 ) -> None:
     found = problems([int(x) for x in sizes.split(",") if x], shapes.split(","),
