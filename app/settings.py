@@ -37,8 +37,8 @@ class Settings(BaseSettings):
     dag_max_search_s: float = Field(
         2.0, ge=0, description="ceiling of a /dag/plan search budget (time_budget_s or its default)")
     dag_best_default_s: float = Field(
-        0.8, ge=0, description="/dag/plan `best` without time_budget_s: the request (from its body's "
-        "arrival) keeps within this (and dag_max_search_s); the first planner always runs")
+        0.8, ge=0, description="/dag/plan `best` without time_budget_s: its planning (from when the body "
+        "is parsed and checked) keeps within this (and dag_max_search_s); the first planner always runs")
     gc_gen0_threshold: int = Field(
         200_000, ge=0, description="Python GC generation-0 threshold; 0 keeps Python's default. "
         "A big snapshot allocates ~10^5 objects; the default (700) spends a third of the "

@@ -177,8 +177,12 @@ class DagPlanRequest(Strict):
         None, ge=0, le=600,
         description="seconds for improving the list plan (local search; for `best` also more task "
         "priorities, and every planner runs); 0: none; default: 3 × the list scheduling time, at least "
-        "0.05 s; never more than the service's HPCSCHED_DAG_MAX_SEARCH_S. `best` without it keeps as a "
-        "whole (from the body's arrival) within HPCSCHED_DAG_BEST_DEFAULT_S (and that ceiling): a planner "
+        "0.05 s, and the search stops sooner once it stops gaining (no shorter plan in the last "
+        "max(100, 10⁶ / tasks) re-timings, or as many as the last gain took); an asked budget is "
+        "searched to its end; never more than the service's HPCSCHED_DAG_MAX_SEARCH_S. `best` without "
+        "it keeps as a "
+        "whole (from the start of planning: parsing and checking the body are not counted, `timing_ms` "
+        "reports them apart) within HPCSCHED_DAG_BEST_DEFAULT_S (and that ceiling): a planner "
         "after the first starts only when it is expected to end within it (see `skipped`), and the "
         "search has what is left")
     explain: bool = Field(
@@ -234,20 +238,21 @@ class DagPlanResponse(BaseModel):
     search: SearchOut | None = Field(None, description="what the search after list scheduling gained")
     finish: float = Field(..., description="latest finish of any task")
     makespans: dict[str, float] = Field(
-        ..., description="makespan of each planner run, in the order run (`best`: heft, mdl, peft)")
+        ..., description="makespan of each planner run, in the order run (`best`: heft, peft, mdl)")
     skipped: dict[str, str] = Field(
         default_factory=dict, description="`best`: each planner it did not run, and why: "
         "`reached_bound` (a plan so far reached `lower_bound`: none is shorter) or `time_budget` (it "
-        "could not be expected to end within `total_budget_s`)")
+        "could not be expected to end within `total_budget_s`, or started and gave up when it could not)")
     total_budget_s: float | None = Field(
         None, description="`best` without time_budget_s: the seconds its planners and search had in "
-        "all (HPCSCHED_DAG_BEST_DEFAULT_S less the time parsing and checking the request took)")
+        "all, from the start of planning (HPCSCHED_DAG_BEST_DEFAULT_S, or the search ceiling if lower)")
     lower_bound: float | None = Field(
         None, description="no plan can have a shorter makespan: the larger of the longest chain of tasks "
         "(each on the group where it could finish first, every transfer at its cheapest, from when a slot "
         "is free) and the time all slots together need for the work. A plan that reaches it is optimal "
         "and `best` runs no more planners; on 100,000 tasks × groups or more, once a plan is within "
-        "0.5 % of it, no search is begun or goes on. Computed for `best` and whenever the search runs")
+        "0.5 % of it, no search is begun or goes on. Computed for `best` (after its first planner, when "
+        "its total leaves time for it: absent, no search ran either) and whenever the search runs")
     tasks: list[TaskPlanOut]
     groups: list[str]
     critical_path: list[str]

@@ -76,6 +76,17 @@ DAG_ALGORITHMS = (*DAG_PLANNERS, best.NAME)
 NEAR_BOUND = 0.005  # a plan within this fraction of the lower bound is taken as short enough...
 NEAR_MIN_CELLS = 100_000  # ...from this many tasks x groups (below, the search is cheap: it runs)
 BEST_DEFAULT_S = 0.8  # `best` without an asked budget: everything (planners and search) within this
+ANSWER_S_PER_TASK = 2e-6  # kept in hand from `best`'s total for what follows the search (critical path)
+# a default-budget search stops once it stops gaining (`stalled`): no gain in the last max(PATIENCE,
+# PATIENCE_WORK / tasks, n) re-timings, n those the last gain took; a re-timing costs about its tasks,
+# so the window is about as long in time at every size (~0.1-0.3 s here), and small problems, whose
+# gains come late (2-5 % at 300 tasks after 300-1000 re-timings), still get them
+PATIENCE = 100
+PATIENCE_WORK = 1_000_000
+# `best`'s other priorities likewise, counted in list plans (compiled, ~10 x cheaper a task than a
+# re-timing): a fixed 8 left best 0.7 % longer on bench_dag_saga's small instances
+PATIENCE_PLANS = 8
+PATIENCE_PLANS_WORK = 100_000
 
 
 def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_s: float | None = 0.0,
@@ -96,17 +107,19 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     none): the same request then always gives the same plan. Once a plan reaches the lower bound,
     `best` runs no more planners; once one is within `near_bound` (a fraction) of it, on a problem
     of `near_min_cells` tasks × groups or more, no search is begun or continued (it could gain at
-    most that, and a small problem's search is cheap).
+    most that, and a small problem's search is cheap). A search on the default budget (search_s
+    None) also stops once it stops gaining (`_patience`, `search.stalled`); an asked
+    budget is searched to its end.
     """
     t0 = clock() if clock else 0.0
     c = compile_problem(relative(problem))
     bound = total = None
     skipped: dict[str, str] = {}
     skipped_s = 0.0
+    keep = ANSWER_S_PER_TASK * c.n_tasks
     if algorithm == best.NAME:
-        bound = lower_bound(c)
         total = min(best_default_s, max_search_s) if search_s is None and clock else None
-        plan, spans, skipped, skipped_s = _portfolio(c, explain, bound, total, clock, t0)
+        plan, spans, skipped, skipped_s, bound = _portfolio(c, explain, _less(total, keep), clock, t0)
     else:
         plan = DAG_PLANNERS[algorithm]().plan(c, explain)
         spans = {algorithm: best.makespan(plan, 0.0)}
@@ -114,15 +127,20 @@ def plan_dag(problem: DagProblem, algorithm: str, explain: bool = False, search_
     # only max_evaluations stops the search, so there is none without it.
     list_s = clock() - t0 if clock else 0.0
     budget = search_budget(search_s, list_s + skipped_s, max_search_s)
-    budget = budget if total is None else max(0.0, min(budget, total - list_s))
+    budget = budget if total is None else max(0.0, min(budget, total - keep - list_s))
     found, tried = None, 0
-    if budget > 0 and (clock or max_evaluations):
+    if budget > 0 and (clock or max_evaluations) and not (total is not None and bound is None):
+        # (`best` left the bound out: its total had no time for it, nor for a search)
         bound = lower_bound(c) if bound is None else bound
         plan, found, tried = _search(c, plan, spans, algorithm == best.NAME and not explain, budget,
                                      max_evaluations, seed, clock or (lambda: 0.0), list_s / len(spans),
-                                     _good_enough(c, bound, near_bound, near_min_cells))
+                                     _good_enough(c, bound, near_bound, near_min_cells), search_s is None)
     return DagResult(c, absolute(plan, problem), spans, critical_path(c, plan.placements), problem.now,
                      found, tried, bound, skipped, total)
+
+
+def _less(total: float | None, keep: float) -> float | None:
+    return None if total is None else max(0.0, total - keep)
 
 
 def _good_enough(c: Compiled, bound: float, near: float, min_cells: int) -> float:
@@ -130,32 +148,41 @@ def _good_enough(c: Compiled, bound: float, near: float, min_cells: int) -> floa
     return bound * (1 + near) if c.n_tasks * c.n_groups >= min_cells else bound
 
 
-def _portfolio(c: Compiled, explain: bool, bound: float, total: float | None,
-               clock: Callable[[], float] | None, t0: float
-               ) -> tuple[Plan, dict[str, float], dict[str, str], float]:
+def _portfolio(c: Compiled, explain: bool, total: float | None, clock: Callable[[], float] | None,
+               t0: float) -> tuple[Plan, dict[str, float], dict[str, str], float, float | None]:
     """`best`'s planners in `best.ORDER`, within `total` seconds from `t0` when it is given; the
-    plan, the makespans, the planners skipped and the time those skipped for time would have taken
-    (the search's default counts it as list time: skipping a planner does not shrink the search)."""
+    plan, the makespans, the planners skipped, the time those skipped for time would have taken
+    (the search's default counts it as list time: skipping a planner does not shrink the search),
+    and the lower bound (computed after the first planner if the total leaves time for it)."""
     pace = best.Pace(total, clock, clock() - t0) if clock else None
-    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, bound, pace,
-                           prefer=list(DAG_PLANNERS))
-    return found.plan, found.spans, found.skipped, found.skipped_s
+    found = best.best_plan(c, {n: DAG_PLANNERS[n]() for n in best.ORDER}, explain, lambda: lower_bound(c),
+                           pace, prefer=list(DAG_PLANNERS))
+    return found.plan, found.spans, found.skipped, found.skipped_s, found.bound
 
 
 def _search(c: Compiled, plan: Plan, spans: dict[str, float], more_priorities: bool, budget: float,
             max_evaluations: int | None, seed: int, clock: Callable[[], float],
-            one_plan_s: float = 0.0, target: float | None = None) -> tuple[Plan, SearchResult, int]:
+            one_plan_s: float = 0.0, target: float | None = None,
+            until_stalled: bool = False) -> tuple[Plan, SearchResult, int]:
     """More list plans first (for `best`: half the budget, each started only if it fits, judged by
     `one_plan_s`, the time of one list plan, and then by the slowest so far), then the local search
-    on the best; neither goes on once the plan reaches `target` (the lower bound, or close enough)."""
+    on the best; neither goes on once the plan reaches `target` (the lower bound, or close enough),
+    nor, `until_stalled`, once it stops gaining."""
     t1, listed, tried = clock(), best.makespan(plan, 0.0), 0
     if more_priorities:
         share = None if max_evaluations is None else max(1, max_evaluations // 4)
-        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s, target)
+        plan, tried = restart(c, plan, budget / 2, share, seed, clock, one_plan_s, target,
+                              _patience(c, PATIENCE_PLANS, PATIENCE_PLANS_WORK) if until_stalled else None)
         spans.setdefault(plan.algorithm, best.makespan(plan, 0.0))
-    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock, target)
+    found = improve(c, plan, budget - (clock() - t1), max_evaluations, seed, clock, target,
+                    _patience(c, PATIENCE, PATIENCE_WORK) if until_stalled else None)
     found = replace(found, before=listed, budget_s=budget, seconds=clock() - t1)
     return found.plan, found, tried
+
+
+def _patience(c: Compiled, least: int, work: int) -> int:
+    """Tries without gain after which a search has stopped gaining: about `work` tasks' worth."""
+    return max(least, work // max(c.n_tasks, 1))
 
 
 SEARCH_MULTIPLE = 3.0

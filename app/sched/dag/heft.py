@@ -15,7 +15,7 @@ import numpy as np
 
 from app.sched.dag import list_kernel
 from app.sched.dag.graph import Compiled
-from app.sched.dag.model import Plan, Step, TaskStatus
+from app.sched.dag.model import Late, Plan, Step, TaskStatus, check
 from app.sched.dag.state import PlanState
 
 NAME = "heft"
@@ -44,7 +44,9 @@ def upward_rank(c: Compiled) -> np.ndarray:
 class HeftPlanner:
     NAME = NAME
 
-    def plan(self, c: Compiled, explain: bool = False) -> Plan:
+    def plan(self, c: Compiled, explain: bool = False, late: Late | None = None) -> Plan:
+        """HEFT's plan; `late` (`model.check`) is asked only by the Python loop (`explain`): the
+        compiled one is not interrupted (`best` runs it only when it is expected to fit)."""
         rank = upward_rank(c)
         if list_kernel.COMPILED and not explain:  # the same plan: tasks in rank order are always ready
             return Plan(NAME, list_kernel.place_all(c, rank))
@@ -54,7 +56,8 @@ class HeftPlanner:
         pending.sort(key=lambda v: (-rank[v], position[v]))
         lanes = Lanes(state)
         steps: list[Step] = []
-        for v in pending:
+        for k, v in enumerate(pending):
+            check(late, k, len(pending))
             start, finish = lanes.earliest_finish(state.arrival(v), c.cost[v], exact=explain)
             i = int(np.argmin(finish))  # lanes run group by group, slot by slot: ties go to the lower
             r = int(lanes.group[i])

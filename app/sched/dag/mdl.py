@@ -25,7 +25,7 @@ import numpy as np
 
 from app.sched.dag.graph import Compiled
 from app.sched.dag.heft import upward_rank
-from app.sched.dag.model import Plan, Step
+from app.sched.dag.model import Late, Plan, Step, check
 from app.sched.dag.slots import GroupSlots
 from app.sched.dag.state import PlanState
 from app.sched.dag.wave import LastWave, bounds, settled, settled_exactly
@@ -316,14 +316,15 @@ WAVE_MIN = 256  # ready tasks from which the last wave is worth sorting (tests l
 class MdlPlanner:
     NAME = NAME
 
-    def plan(self, c: Compiled, explain: bool = False) -> Plan:
+    def plan(self, c: Compiled, explain: bool = False, late: Late | None = None) -> Plan:
+        """MDL's plan; `late` is asked now and then (`model.check`) whether to give up (Stopped)."""
         state = PlanState(c)
         base, dur = base_matrix(c), durations(c)
         slots = GroupSlots(state.lanes)
         pool = ReadyPool(c.n_groups)
         _add(pool, state, slots, base, dur, state.ready)
         steps: list[Step] = []
-        unplaced = sum(pl is None for pl in state.placements)
+        unplaced = total = sum(pl is None for pl in state.placements)
         wave_bounds, fresh = None, 0
         while (top := pool.top())[0] >= 0:
             if unplaced == pool.count >= WAVE_MIN and not explain:  # every task left is ready
@@ -337,6 +338,7 @@ class MdlPlanner:
                 if now_settled:
                     _last_wave(pool, state, slots)
                     break
+            check(late, total - unplaced, total)
             p, r = top
             v = int(pool.task[p])
             slot, start = slots.choose(r, float(pool.td[r, p]), float(pool.dur[r, p]))

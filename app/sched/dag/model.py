@@ -7,7 +7,7 @@ per-group cost the caller gave; a group that cannot run the task has no cost (in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -102,3 +102,17 @@ class Plan:
     @property
     def finish(self) -> float:
         return max((p.finish for p in self.placements), default=0.0)
+
+
+Late = Callable[[float], bool]  # given the fraction of its tasks a planner has placed: whether to give up
+CHECK_EVERY = 64  # placements between two questions to `Late` (a clock read each, on the caller's clock)
+
+
+class Stopped(Exception):  # noqa: N818 (a planner's outcome, not a fault)
+    """A planner gave up before its plan was whole, because its `Late` said it could not end in time."""
+
+
+def check(late: Late | None, placed: int, total: int) -> None:
+    """Every CHECK_EVERY placements, ask `late` whether to go on; raise Stopped if not."""
+    if late is not None and placed % CHECK_EVERY == 0 and late(placed / max(total, 1)):
+        raise Stopped

@@ -19,7 +19,7 @@ import numpy as np
 from app.sched.dag import list_kernel
 from app.sched.dag.graph import Compiled
 from app.sched.dag.heft import Lanes, mean_transfer
-from app.sched.dag.model import Plan, Step
+from app.sched.dag.model import Late, Plan, Step, check
 from app.sched.dag.state import PlanState
 
 NAME = "peft"
@@ -43,7 +43,8 @@ def optimistic_costs(c: Compiled) -> np.ndarray:
 class PeftPlanner:
     NAME = NAME
 
-    def plan(self, c: Compiled, explain: bool = False) -> Plan:
+    def plan(self, c: Compiled, explain: bool = False, late: Late | None = None) -> Plan:
+        """PEFT's plan; `late` as for HEFT (asked by the Python loop only)."""
         oct_ = optimistic_costs(c)
         rank = oct_.mean(axis=1) if c.n_groups else np.zeros(c.n_tasks)
         if list_kernel.COMPILED and not explain:
@@ -54,7 +55,10 @@ class PeftPlanner:
         heapq.heapify(ready)
         lanes = Lanes(state)
         steps: list[Step] = []
+        placed = 0
         while ready:
+            check(late, placed, c.n_tasks)
+            placed += 1
             v = heapq.heappop(ready)[2]
             start, finish = lanes.earliest_finish(state.arrival(v), c.cost[v], explain, oct_[v])
             score = finish + oct_[v][lanes.group]

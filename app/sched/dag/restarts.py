@@ -6,6 +6,7 @@ itself included (`heft-every-pair`, saga's reading of HEFT); with each task's fa
 slowest (`heft-max`) or median cost (`heft-median`) in place of the mean; CPOP's upward + downward
 rank (`heft-cpop`). Then `heft-noise-k`: the upward rank times a seeded lognormal factor per task
 (σ growing from 0.05 to 0.3). All go through `list_schedule`, so every plan is valid whatever the priority.
+Given a `patience`, the variants stop once they stop gaining (`search.stalled`, counted in plans).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
 from app.sched.dag.heft import list_schedule, mean_transfer, upward_rank
 from app.sched.dag.model import Plan
+from app.sched.dag.search import stalled
 
 
 def _finite(c: Compiled, stat: Callable[[np.ndarray], float]) -> np.ndarray:
@@ -81,22 +83,23 @@ def named_priorities(c: Compiled) -> list[tuple[str, Callable[[], np.ndarray]]]:
 
 def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = None,
             seed: int = 0, clock: Callable[[], float] = lambda: 0.0,
-            estimate_s: float = 0.0, bound: float | None = None) -> tuple[Plan, int]:
+            estimate_s: float = 0.0, bound: float | None = None,
+            patience: int | None = None) -> tuple[Plan, int]:
     """The shortest of `plan` and the variants tried within the budget (on the caller's clock);
     (plan, variants tried). A variant starts only when it can end within the budget, judged by the
     slowest variant so far (before the first, by `estimate_s`, the caller's time for one list plan):
     on a large DAG one list plan can take a good part of a second, and starting one just before the
     budget ends would overrun it by that much. None is tried once the best plan reaches `bound`, a
-    makespan no plan can beat (`app.sched.dag.bound`)."""
+    makespan no plan can beat (`app.sched.dag.bound`), nor once `patience` says they stopped gaining."""
     t0 = clock()
     best, span = plan, makespan(plan, 0.0)
     rng = np.random.default_rng(seed)
     up = np.empty(0)
-    tried, slowest = 0, estimate_s
+    tried, slowest, gained_at = 0, estimate_s, 0
 
     def spent() -> bool:
         return (reaches(span, bound) or (max_plans is not None and tried >= max_plans)
-                or clock() - t0 + slowest > budget_s)
+                or stalled(tried, gained_at, patience) or clock() - t0 + slowest > budget_s)
 
     named = named_priorities(c)
     k = 0
@@ -113,5 +116,5 @@ def restart(c: Compiled, plan: Plan, budget_s: float, max_plans: int | None = No
         tried += 1
         slowest = max(slowest, clock() - t1)
         if (m := makespan(candidate, 0.0)) < span:
-            best, span = candidate, m
+            best, span, gained_at = candidate, m, tried
     return best, tried

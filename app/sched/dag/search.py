@@ -13,7 +13,9 @@ times. When no move of the critical path helps, a few of its tasks are moved at 
 the search goes on from there, keeping the best plan seen. It stops after `max_evaluations`
 re-timings, or before work that could not end within the time budget (on the caller's clock): each
 step is expected to take as long as the last one of its kind (the first full re-timing sets them),
-and one full re-timing is kept in hand for the answer.
+and one full re-timing is kept in hand for the answer. Given a `patience`, it also stops once it has
+stopped gaining (`stalled`): no shorter plan in the last max(patience, n) re-timings, n being the
+re-timings it took to find the last one (none found: n = 0).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from app.sched.dag.bound import reaches
 from app.sched.dag.graph import Compiled
 from app.sched.dag.model import Placement, Plan, TaskStatus
 from app.sched.dag.state import PlanState
+
+RETIME_S_PER_TASK = 4e-6  # about what a full re-timing takes per task (Python loop, 20,000 tasks: 0.08 s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,12 @@ def _better(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] < b[0] - 1e-9 * max(1.0, b[0]) or (a[0] <= b[0] and a[1] < b[1] - 1e-9 * max(1.0, b[1]))
 
 
+def stalled(done: int, gained_at: int, patience: int | None) -> bool:
+    """Whether a search that has made `done` tries, the last gain at try `gained_at` (0: none),
+    has stopped gaining: no gain in the last max(`patience`, `gained_at`) tries. None: never."""
+    return patience is not None and done - gained_at >= max(patience, gained_at)
+
+
 def _critical(r: Retimer, t: Timing) -> list[int]:
     """Pending tasks on the chain of binding constraints that ends at the last finish."""
     if not r.pending:
@@ -166,9 +176,11 @@ class Search:
     """One local search: the current layout and timing, the best seen, the budget."""
 
     def __init__(self, c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None,
-                 seed: int, clock: Callable[[], float], bound: float | None = None) -> None:
+                 seed: int, clock: Callable[[], float], bound: float | None = None,
+                 patience: int | None = None) -> None:
         self.clock, self.t0 = clock, clock()
         self.budget_s, self.max_evaluations, self.bound = budget_s, max_evaluations, bound
+        self.patience, self.gained_at = patience, 0  # the evaluation that last shortened the plan
         self.r = r = Retimer(c, plan)
         self.lay = r.layout(plan.placements)
         t = clock()
@@ -190,10 +202,10 @@ class Search:
         return self._able[v]
 
     def spent(self, next_s: float = 0.0) -> bool:
-        """Whether the best plan is as short as any can be, the evaluations are used up, or work
-        expected to take `next_s` seconds could not end within the budget with a full re-timing (the
-        answer's) left after it."""
-        return reaches(self.best[0], self.bound) or (
+        """Whether the best plan is as short as any can be, the search has stopped gaining, the
+        evaluations are used up, or work expected to take `next_s` seconds could not end within the
+        budget with a full re-timing (the answer's) left after it."""
+        return reaches(self.best[0], self.bound) or stalled(self.evals, self.gained_at, self.patience) or (
             self.max_evaluations is not None and self.evals >= self.max_evaluations) or (
             self.clock() - self.t0 + next_s + self.full_s >= self.budget_s)
 
@@ -242,6 +254,8 @@ class Search:
         t.index_lanes(lay, len(r.free0))
         self.timing, self.cur = t, score
         if score < self.best:
+            if score[0] < self.best[0] - 1e-9 * max(1.0, self.best[0]):
+                self.gained_at = self.evals
             self.best_lay, self.best = self._copy(lay), score
 
     def perturb(self) -> None:
@@ -262,15 +276,17 @@ class Search:
 
 def improve(c: Compiled, plan: Plan, budget_s: float, max_evaluations: int | None = None,
             seed: int = 0, clock: Callable[[], float] = lambda: 0.0,
-            bound: float | None = None) -> SearchResult:
+            bound: float | None = None, patience: int | None = None) -> SearchResult:
     """The best plan found from `plan` within the budget; never longer than `plan`. The core reads no
     clock of its own: `clock` is the caller's (monotonic seconds); without one, time never passes and
     only `max_evaluations` stops the search. `bound`: a makespan no plan can beat
-    (`app.sched.dag.bound`): the search does not start, or stops, once the plan reaches it."""
+    (`app.sched.dag.bound`): the search does not start, or stops, once the plan reaches it.
+    `patience`: stop once it stops gaining (`stalled`, counted in re-timings); None: never. A budget
+    too short for the two full re-timings any search makes (its start, the answer) starts none."""
     before = max((pl.finish for pl in plan.placements if pl.status != TaskStatus.DONE), default=0.0)
-    if reaches(before, bound):
+    if reaches(before, bound) or budget_s < 2 * RETIME_S_PER_TASK * len(plan.placements):
         return SearchResult(plan, before, before, 0, 0, 0.0, budget_s)
-    s = Search(c, plan, budget_s, max_evaluations, seed, clock, bound)
+    s = Search(c, plan, budget_s, max_evaluations, seed, clock, bound, patience)
     s.run()
     seconds = clock() - s.t0
     if not s.best[0] < before:
