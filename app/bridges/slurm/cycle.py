@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.bridges.slurm.apply import Plan, Start, plan, release
+from app.bridges.slurm.apply import Plan, Start, plan, release, started
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.read import SlurmView, read
 from app.bridges.slurm.reconcile import START_BOUND_S, hold, reconcile, refused_jobs, unpin
@@ -201,12 +201,13 @@ class Bridge:
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
         for jid, why in todo.deferred.items():
             self._event("deferred", job=jid, reason=why)
-        pinned = [s for s in todo.starts if s.job_id not in self.state.started and self._run(s.pin(), rep)]
+        fresh = [s for s in todo.starts if s.job_id not in self.state.started]
+        failed = self._run_all([s.pin() for s in fresh], rep)
+        pinned = [s for i, s in enumerate(fresh) if i not in failed]
         self.hook("pinned")
         self._release(pinned, rep)
-        for args in [c for m in todo.moves for c in m.commands()] + \
-                [c for t in todo.comments for c in t.commands()]:
-            self._run(args, rep)
+        self._run_all([c for m in todo.moves for c in m.commands()] +
+                      [c for t in todo.comments + started(rep.started) for c in t.commands()], rep)
         self.hook("applied")
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:
@@ -243,6 +244,19 @@ class Bridge:
             rep.errors.append(str(exc))
             self._event("command_failed", args=args, error=str(exc))
             return False
+
+    def _run_all(self, commands: list[list[str]], rep: CycleReport) -> set[int]:
+        """The commands in as few round trips as the runner can (one scontrol process for the
+        pins); the indexes of the ones that failed, each logged as `_run` logs one."""
+        if not commands:
+            return set()
+        rep.commands += len(commands)
+        failed = self.runner.run_all(commands)
+        for i, error in failed.items():
+            log.warning("skipped: %s", error)
+            rep.errors.append(error)
+            self._event("command_failed", args=commands[i], error=error)
+        return set(failed)
 
     def _event(self, event: str, **data: Any) -> None:
         if self.events is None:

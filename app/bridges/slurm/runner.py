@@ -8,6 +8,7 @@ text and records the commands it is given (a cycle replayed in a benchmark or a 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -52,7 +53,29 @@ class Runner(Reader, Protocol):
 
     def slurm_plan(self) -> str: ...
     def run(self, args: list[str]) -> None: ...
+    def run_all(self, commands: list[list[str]]) -> dict[int, str]: ...
     def changes(self) -> str: ...
+
+
+def one_by_one(run: Callable[[list[str]], None], commands: list[list[str]],
+               only: list[int] | None = None) -> dict[int, str]:
+    """Each command (of the indexes `only`, default all) run alone: {index: error} of the ones
+    that failed."""
+    failed = {}
+    for i in range(len(commands)) if only is None else only:
+        try:
+            run(commands[i])
+        except SlurmError as exc:
+            failed[i] = str(exc)
+    return failed
+
+
+def stdin_line(args: list[str]) -> str | None:
+    """An `scontrol` command as a line of scontrol's own input, or None when it cannot be one
+    (scontrol splits its input at blanks and keeps quotes in values: a comment with blanks)."""
+    if len(args) < 2 or args[0] != "scontrol" or any(not a or re.search(r'[\s"\']', a) for a in args[1:]):
+        return None
+    return " ".join(args[1:])
 
 
 @dataclass
@@ -85,8 +108,58 @@ class CommandRunner:
     def run(self, args: list[str]) -> None:
         self._call(args)
 
-    def changes(self) -> str:
-        return job_counters(self._call(["sdiag"]))
+    def run_all(self, commands: list[list[str]]) -> dict[int, str]:
+        """Every command, the `scontrol` ones without blanks fed to ONE scontrol process on its
+        input (one fork and one connection for thousands of pins, not one each); {index: error}
+        of the ones that failed. scontrol names the job of each failed update ("... for job N");
+        when it fails without naming them all, the commands it did not name are run again one by
+        one (pins, releases and comments can be applied twice), so no failure goes unseen."""
+        lines = {i: stdin_line(c) for i, c in enumerate(commands)}
+        batch = [i for i, line in lines.items() if line is not None]
+        alone = [i for i in lines if i not in batch]
+        failed = one_by_one(self.run, commands, alone)
+        if len(batch) < 2:
+            return failed | one_by_one(self.run, commands, batch)
+        failed.update(self._fed(commands, batch))
+        return failed
+
+    def _fed(self, commands: list[list[str]], batch: list[int]) -> dict[int, str]:
+        text = "".join(stdin_line(commands[i]) + "\n" for i in batch)  # type: ignore[operator]
+        env = dict(os.environ, **({"SLURM_CONF": self.conf} if self.conf else {}))
+        try:
+            out = subprocess.run(["scontrol"], input=text + "quit\n", env=env, capture_output=True,
+                                 text=True, timeout=self.timeout_s + len(batch) * 0.5)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {i: f"scontrol (fed {len(batch)} commands): {exc}" for i in batch}
+        if out.returncode == 0:
+            return {}
+        named, unnamed = failed_jobs(out.stderr)
+        failed = {i: f"scontrol {' '.join(commands[i][1:3])}: {named[j]}"
+                  for i in batch for j in command_jobs(commands[i]) if j in named}
+        if unnamed or not named:  # an error scontrol did not tie to a job: ask each command again
+            again = [i for i in batch if i not in failed]
+            failed.update(one_by_one(self.run, commands, again))
+        return failed
+
+
+def failed_jobs(stderr: str) -> tuple[dict[str, str], list[str]]:
+    """scontrol's error lines: {job: error} for the ones naming their job, and the others."""
+    named, unnamed = {}, []
+    for line in stderr.splitlines():
+        m = re.search(r"^(.*?)\s+for job\s+(\S+)\s*$", line.strip())
+        if m:
+            named[m.group(2)] = m.group(1)
+        elif line.strip():
+            unnamed.append(line.strip())
+    return named, unnamed
+
+
+def command_jobs(args: list[str]) -> list[str]:
+    """The jobs an `scontrol update JobId=...` or `scontrol release|hold IDS` names."""
+    for a in args[2:]:
+        if a.startswith("JobId="):
+            return a.removeprefix("JobId=").split(",")
+    return args[2].split(",") if len(args) > 2 and args[1] in ("release", "hold") else []
 
 
 @dataclass
@@ -98,6 +171,7 @@ class RecordedRunner:
     commands: list[list[str]] = field(default_factory=list)
     fail: Callable[[list[str]], bool] = lambda args: False
     counters: Callable[[], str] = lambda: ""
+    batches: int = 0  # run_all calls: one scontrol process each on a real controller
 
     def read(self) -> SlurmText:
         return self.text
@@ -112,3 +186,7 @@ class RecordedRunner:
         self.commands.append(list(args))
         if self.fail(args):
             raise SlurmError(f"{' '.join(args[:3])}: refused (recorded runner)")
+
+    def run_all(self, commands: list[list[str]]) -> dict[int, str]:
+        self.batches += 1
+        return one_by_one(self.run, commands)
