@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from app.bridges.slurm import compact
 from app.bridges.slurm.hostlist import expand
 from schemas.common import TIME_BOUND
 from schemas.schedule import ScheduleRequest
@@ -122,11 +123,16 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    raw = json.loads(text.jobs)["jobs"]
+    raw = job_records(text.jobs)
     states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in raw}
     for j in (task for r in raw for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
     return view
+
+
+def job_records(text: str) -> list[dict[str, Any]]:
+    """`squeue --json`'s (or slurmrestd's) job records, or the same from the compact read."""
+    return compact.jobs(text) if text.startswith(compact.HEADER) else json.loads(text)["jobs"]
 
 
 def array_tasks(j: dict[str, Any]) -> list[dict[str, Any]]:
@@ -307,7 +313,8 @@ def running_in(j: dict[str, Any], threads: dict[str, int], now: float) -> dict[s
     alloc = []
     for a in j["job_resources"].get("allocated_nodes") or []:
         cores = sum(len(s.get("cores") or {}) for s in (a.get("sockets") or {}).values())
-        alloc.append({"node": a["nodename"], "cpu": cores * threads.get(a["nodename"], 1),
+        cpu = a["cpus"] if "cpus" in a else cores * threads.get(a["nodename"], 1)  # "cpus": compact
+        alloc.append({"node": a["nodename"], "cpu": cpu,
                       "mem_mib": int(a.get("memory_allocated") or 0), "gpu": gpus})
     start = float(j.get("start_time") or now)
     wall = max(walltime_s(j.get("time_limit")), now - start + 1)

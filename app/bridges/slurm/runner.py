@@ -12,9 +12,11 @@ import re
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from app.bridges.slurm import compact
 from app.bridges.slurm.read import SlurmText
 
 READS = {
@@ -35,6 +37,15 @@ def job_counters(sdiag: str) -> str:
         if key.strip() in COUNTERS:
             values[key.strip()] = value.strip()
     return "/".join(values.get(k, "?") for k in COUNTERS)
+
+
+DETAILS_ONE_BY_ONE = 64  # more new jobs than this: one `scontrol show job` of them all
+
+
+def _detail_key(state: str, start: int) -> tuple[bool, int]:
+    """When a job's scontrol line must be read again: once it holds nodes (a requeued job again)."""
+    holding = state != "PENDING"
+    return holding, start if holding else 0
 
 
 class SlurmError(RuntimeError):
@@ -80,27 +91,56 @@ def stdin_line(args: list[str]) -> str | None:
 
 @dataclass
 class CommandRunner:
-    """Slurm's client programs, with `SLURM_CONF` from `conf` (or the environment's)."""
+    """Slurm's client programs, with `SLURM_CONF` from `conf` (or the environment's). `compact`:
+    jobs read as squeue's text plus each job's scontrol line once (`compact`), not as JSON."""
 
     conf: str | None = None
     timeout_s: float = 60.0
+    compact: bool = True
+    details: dict[str, tuple[tuple[bool, int], str]] = field(default_factory=dict)
 
-    def _call(self, args: list[str]) -> str:
-        env = dict(os.environ)
+    def _call(self, args: list[str], stdin: str | None = None, extra: dict[str, str] | None = None) -> str:
+        env = dict(os.environ, **(extra or {}))
         if self.conf:
             env["SLURM_CONF"] = self.conf
         try:
-            out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=self.timeout_s)
+            out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=self.timeout_s,
+                                 input=stdin)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SlurmError(f"{args[0]}: {exc}") from exc
-        if out.returncode != 0:
+        if out.returncode != 0 and stdin is None:
             raise SlurmError(f"{' '.join(args[:4])}: exit {out.returncode}: {out.stderr.strip()[:300]}")
         return out.stdout
 
     def read(self) -> SlurmText:
+        """The three reads at once (each a process of its own, so they overlap)."""
         now = time.time()
-        texts = {k: self._call(cmd) for k, cmd in READS.items()}
+        reads = dict(READS, jobs=compact.SQUEUE) if self.compact else READS
+        with ThreadPoolExecutor(len(reads)) as pool:
+            futures = {k: pool.submit(self._call, cmd, None, compact.SQUEUE_ENV if k == "jobs" else None)
+                       for k, cmd in reads.items()}
+            texts = {k: f.result() for k, f in futures.items()}
+        if self.compact:
+            texts["jobs"] = self._with_details(texts["jobs"])
         return SlurmText(texts["nodes"], texts["jobs"], texts["reservations"], now)
+
+    def _with_details(self, squeue: str) -> str:
+        """squeue's text and the scontrol line of every job that needs one, the new ones read now
+        (one scontrol process; every job's at once when many are new)."""
+        want = {j: _detail_key(state, start) for j, (state, start) in compact.states(squeue).items()
+                if compact.needs_details(state)}
+        new = [j for j, key in want.items() if self.details.get(j, ((False, -1), ""))[0] != key]
+        if new:
+            args = ["scontrol", "-d", "-o", "show", "job"]
+            text = self._call(args) if len(new) > DETAILS_ONE_BY_ONE else \
+                self._call(["scontrol", "-d", "-o"], "".join(f"show job {j}\n" for j in new))
+            for line in text.splitlines():
+                jid = line[6:].split(" ", 1)[0] if line.startswith("JobId=") else ""
+                if jid in want:
+                    self.details[jid] = (want[jid], compact.reduced(line))
+        self.details = {j: v for j, v in self.details.items() if j in want}
+        lines = "".join(line + "\n" for _, line in self.details.values())
+        return f"{compact.HEADER}\n{squeue}{compact.DETAILS}\n{lines}"
 
     def slurm_plan(self) -> str:
         return self._call(SLURM_PLAN)
