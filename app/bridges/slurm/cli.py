@@ -27,7 +27,7 @@ import typer
 
 from app import terminal
 from app.bridges.slurm.cached import CachedCluster
-from app.bridges.slurm.cycle import Bridge, CycleReport
+from app.bridges.slurm.cycle import POLL_S, Bridge, CycleReport
 from app.bridges.slurm.reconcile import START_BOUND_S
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
 from app.bridges.slurm.runner import CommandRunner, Runner
@@ -51,6 +51,8 @@ StartBound = Annotated[float, typer.Option(help="seconds a released job may stay
 Events = Annotated[Path | None, typer.Option("--log", help="append one JSON line per event here")]
 Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLURM_CONF or Slurm's own)")]
 Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
+Poll = Annotated[float, typer.Option(help="seconds between looks at sdiag's job counters (with --wake): "
+                                     "how soon a submit or a job's end starts a cycle")]
 Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
                                             "(PUT once, PATCH the changes, send only the pending jobs)")]
 Rest = Annotated[str | None, typer.Option("--slurmrestd", help="read and act through slurmrestd at this URL "
@@ -107,11 +109,12 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         params: Params = None, state: StatePath = None, log: Events = None,
         conf: Conf = None, cached: Cached = None,
         wake: Wake = True, slurmrestd: Rest = None, token_file: TokenFile = None,
-        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S) -> None:
+        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S, poll: Poll = POLL_S) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached, start_bound)
+    bridge.poll_s = poll
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)

@@ -33,6 +33,7 @@ from schemas.schedule import ScheduleRequest, ScheduleResponse
 log = logging.getLogger("hpcsched.slurm")
 RELEASE_BATCH = 200
 RETRIES = 3
+POLL_S = 0.25  # how often the loop looks at Slurm's job counters between cycles
 EMPTY = ScheduleResponse.model_construct(starts=[], reservations=[], migrations=[], pending=[], priorities=[])
 
 
@@ -68,6 +69,7 @@ class Bridge:
     cache: CachedCluster | None = None
     start_bound_s: float = START_BOUND_S
     hook: Callable[[str], None] = lambda step: None
+    poll_s: float = POLL_S
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures (`hook`,
@@ -267,25 +269,30 @@ class Bridge:
     def loop(self, interval_s: float, cycles: int | None = None,
              done: Callable[[CycleReport], bool] = lambda rep: False, wake: bool = True,
              sleep: Callable[[float], None] = time.sleep) -> None:
-        """Cycle, then wait `interval_s`; with `wake`, less when the controller's job counters move
-        (a job submitted, started or ended; polled each second, never two cycles within 2 s)."""
+        """Cycle, then wait at most `interval_s`. With `wake`, the next cycle starts as soon as the
+        controller's job counters (a job submitted, started or ended) differ from what they were
+        just before the last cycle read Slurm (polled every `poll_s`; a submit during a cycle is
+        not missed), but never sooner than that cycle took (the bridge cycles at most half the
+        time, however busy the queue)."""
         n = 0
         while cycles is None or n < cycles:
+            mark = self._counters() if wake else None
+            t0 = time.monotonic()
             rep = self.cycle()
             n += 1
             if done(rep) or (cycles is not None and n >= cycles):
                 return
-            self._wait(interval_s, wake, sleep)
+            self._wait(interval_s, mark, sleep, time.monotonic() - t0)
 
-    def _wait(self, interval_s: float, wake: bool, sleep: Callable[[float], None]) -> None:
-        mark = self._counters() if wake else None
-        waited, poll = 0.0, min(1.0, interval_s)
+    def _wait(self, interval_s: float, mark: str | None, sleep: Callable[[float], None],
+              busy_s: float) -> None:
+        waited, poll = 0.0, min(self.poll_s, interval_s)
         while waited < interval_s:
-            sleep(poll)
-            waited += poll
-            if mark is not None and waited >= min(2.0, interval_s) and self._counters() != mark:
+            if mark is not None and waited >= min(busy_s, interval_s) and self._counters() != mark:
                 self._event("wake", after_s=waited)
                 return
+            sleep(poll)
+            waited += poll
 
     def _counters(self) -> str | None:
         try:
