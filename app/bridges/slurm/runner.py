@@ -148,6 +148,9 @@ class CommandRunner:
     def run(self, args: list[str]) -> None:
         self._call(args)
 
+    def changes(self) -> str:
+        return job_counters(self._call(["sdiag"]))
+
     def run_all(self, commands: list[list[str]]) -> dict[int, str]:
         """Every command, the `scontrol` ones without blanks fed to ONE scontrol process on its
         input (one fork and one connection for thousands of pins, not one each); {index: error}
