@@ -77,7 +77,9 @@ class Bridge:
         rep = CycleReport()
         t0 = time.perf_counter()
         try:
-            view = read(self.runner.read(), self.state.started, self.dry_run, self.state.layouts)
+            text = self.runner.read()
+            tr = time.perf_counter()
+            view = read(text, self.state.started, self.dry_run, self.state.layouts)
             self.hook("read")
             t1 = time.perf_counter()
             self._reconcile(view, rep)
@@ -86,7 +88,7 @@ class Bridge:
         except Exception as exc:  # noqa: BLE001 - a cycle never dies: log, skip, start fresh next time
             return self._failed(rep, f"{type(exc).__name__}: {exc}")
         rep.view, rep.response = view, resp
-        rep.timing_ms = {"read": (t1 - t0) * 1e3, "decide": (t2 - t1) * 1e3}
+        rep.timing_ms = {"read": (tr - t0) * 1e3, "convert": (t1 - tr) * 1e3, "decide": (t2 - t1) * 1e3}
         self.state.forget_gone(set(view.comments))
         if resp is not None:
             self._note(view, resp)
