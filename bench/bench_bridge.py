@@ -206,6 +206,8 @@ def main(nodes: int = 1000, jobs: int = 5000, repeat: int = 3,
          pins: Annotated[int, typer.Option(help="pins timed both ways on the real part")] = 1000,
          latency_jobs: Annotated[int, typer.Option(help="jobs of the submit-to-start run; 0 = skip")] = 40,
          latency_gap: Annotated[float, typer.Option(help="mean seconds between their submissions")] = 1.5,
+         latency_sched: Annotated[str, typer.Option(help="SchedulerParameters of both latency clusters")] =
+         "bf_interval=5,batch_sched_delay=0",
          json_out: Annotated[Path | None, typer.Option("--json")] = None) -> None:
     tables, result = [], {}
     real, costs = ([], None) if real_nodes == 0 else real_part(real_nodes, real_jobs, wait, pins)
@@ -218,10 +220,11 @@ def main(nodes: int = 1000, jobs: int = 5000, repeat: int = 3,
     tables.insert(0, _table(title, synth))
     result["synthetic"] = synth
     if latency_jobs:
-        lat = latency_runs(latency_jobs, latency_gap)
+        lat = latency_runs(latency_jobs, latency_gap, latency_sched)
         if lat:
-            tables.append(_table(f"submit-to-start, {latency_jobs} plain sbatch -n P jobs on 4 x 8 CPUs, "
-                                 "Slurm's own records (whole seconds)", lat))
+            title = (f"submit-to-start, {latency_jobs} plain sbatch -n P jobs on 4 x 8 CPUs, "
+                     f"SchedulerParameters={latency_sched}, Slurm's own records (whole seconds)")
+            tables.append(_table(title, lat))
             result["latency"] = lat
     finish(console, tables, result, json_out)
 

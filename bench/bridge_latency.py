@@ -3,8 +3,9 @@ candidates of a bridge cycle on a large queue (used by bench_bridge.py).
 
 Latency: the same small workload of plain `sbatch -n P` jobs (no --ntasks-per-node), submitted at
 random gaps in real time, to two throw-away clusters one after the other: Slurm alone
-(`sched/backfill`, the harness's `bf_interval=5`) and Slurm with the job_submit.lua recipe driven
-by `Bridge.loop` (service in process, `easy`, woken by sdiag's counters). The waits are Slurm's
+(`sched/backfill`; SchedulerParameters as given, the same on both sides) and Slurm with the
+job_submit.lua recipe driven by `Bridge.loop` (service in process, `easy`, woken by sdiag's
+counters). The waits are Slurm's
 own records (StartTime - SubmitTime, whole seconds).
 """
 
@@ -42,36 +43,40 @@ def workload(n_jobs: int, gap_s: float, seed: int = 7) -> list[tuple[float, int,
     return out
 
 
-def latency_runs(n_jobs: int, gap_s: float, policy: str = "easy") -> list[dict[str, Any]]:
-    """One row per side: the waits of the same workload under Slurm alone and under the bridge."""
+def latency_runs(n_jobs: int, gap_s: float, sched: str, policy: str = "easy") -> list[dict[str, Any]]:
+    """One row per side: the waits of the same workload under Slurm alone and under the bridge,
+    both with SchedulerParameters `sched`."""
     from tests.bridges.slurm_cluster import missing_binaries
 
     if missing_binaries():
         return []
     jobs = workload(n_jobs, gap_s)
-    return [_side("Slurm alone (sched/backfill)", jobs, bridged=False, policy=policy),
-            _side(f"bridge ({policy}, event-driven)", jobs, bridged=True, policy=policy)]
+    return [_side("Slurm alone (sched/backfill)", jobs, False, policy, sched),
+            _side(f"bridge ({policy}, event-driven)", jobs, True, policy, sched)]
 
 
-def _side(label: str, jobs: list[tuple[float, int, int]], bridged: bool, policy: str) -> dict[str, Any]:
+def _side(label: str, jobs: list[tuple[float, int, int]], bridged: bool, policy: str,
+          sched: str) -> dict[str, Any]:
     from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec
 
     root = Path(tempfile.mkdtemp(prefix="bench-latency-"))
     nodes = [NodeSpec(f"n{i}", 8, 16_000) for i in range(1, 5)]
     slurm = LocalSlurm(root, nodes, [PartitionSpec("batch", tuple(n.name for n in nodes), True)],
-                       job_submit_lua=LUA if bridged else None)
+                       job_submit_lua=LUA if bridged else None, sched_params=sched)
     stop, loop, bridge = threading.Event(), None, None
     try:
         slurm.start()
         if bridged:
             bridge = Bridge(CommandRunner(str(slurm.conf)), in_process(), BridgeState(root / "state.json"),
-                            {"name": policy})
+                            {"name": policy}, events=root / "events.jsonl")
             bridge.cycle()  # warm
             loop = threading.Thread(target=bridge.loop, args=(10.0,),
                                     kwargs={"done": lambda rep: stop.is_set(), "sleep": stop.wait})
             loop.start()
-        ids = _submit(slurm, root, jobs)
+        ids, sent = _submit(slurm, root, jobs)
         waits = _waits(slurm, ids)
+        sent_at = dict(zip(ids, sent, strict=True))
+        released = _released_after(root / "events.jsonl", sent_at) if bridged else []
     finally:
         stop.set()
         if loop is not None:
@@ -82,16 +87,32 @@ def _side(label: str, jobs: list[tuple[float, int, int]], bridged: bool, policy:
             "median_wait_s": statistics.median(waits) if waits else None,
             "mean_wait_s": statistics.fmean(waits) if waits else None,
             "p90_wait_s": statistics.quantiles(waits, n=10)[8] if len(waits) > 1 else None,
-            "started_within_1s": sum(w <= 1 for w in waits)}
+            "started_within_1s": sum(w <= 1 for w in waits),
+            "release_after_submit_median_s": statistics.median(released) if released else None,
+            "released_within_1s": sum(r <= 1 for r in released) if bridged else None}
 
 
-def _submit(slurm: Any, root: Path, jobs: list[tuple[float, int, int]]) -> list[str]:
-    t0, ids = time.monotonic(), []
+def _released_after(events: Path, sent: dict[str, float]) -> list[float]:
+    """Seconds from sbatch's return to the bridge's release of each job (its `start` event)."""
+    import json
+
+    out = []
+    for line in events.read_text().splitlines():
+        e = json.loads(line)
+        if e["event"] == "start" and e["job"] in sent:
+            out.append(e["t"] - sent[e["job"]])
+    return out
+
+
+def _submit(slurm: Any, root: Path, jobs: list[tuple[float, int, int]]) -> tuple[list[str], list[float]]:
+    """The jobs' ids, and when each sbatch returned (wall clock)."""
+    t0, ids, sent = time.monotonic(), [], []
     for at, cpus, sleep in jobs:
         time.sleep(max(0.0, t0 + at - time.monotonic()))
         ids.append(slurm.run("sbatch", "--parsable", "-o", "/dev/null", f"--chdir={root}", "-t", "1",
                              "-n", str(cpus), f"--mem={cpus * 200}", "--wrap", f"sleep {sleep}").strip())
-    return ids
+        sent.append(time.time())
+    return ids, sent
 
 
 def _waits(slurm: Any, ids: list[str], timeout_s: float = 300) -> list[float]:
@@ -125,7 +146,9 @@ def read_candidates(slurm: Any, rounds: int = 3) -> dict[str, Any]:
     t0 = time.perf_counter()
     fast.read()
     first = (time.perf_counter() - t0) * 1e3
-    readers: dict[str, Any] = {"json_cli": by_json.read, "compact_cli": fast.read}
+    floor = ["squeue", "-h", "-o", "%i"]  # the job-table RPC alone: no read of every job beats it
+    readers: dict[str, Any] = {"json_cli": by_json.read, "compact_cli": fast.read,
+                               "squeue_ids_only": lambda: fast._call(floor)}
     http = _rest(slurm)
     if http is not None:
         from app.bridges.slurm.rest import API, RestReader
