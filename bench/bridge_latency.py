@@ -25,7 +25,7 @@ from typing import Any
 from app.bridges.slurm.apply import Start
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.read import SlurmText, read
-from app.bridges.slurm.runner import CommandRunner
+from app.bridges.slurm.runner import CommandRunner, one_by_one
 from app.bridges.slurm.service import in_process
 from app.bridges.slurm.state import BridgeState
 
@@ -200,13 +200,15 @@ def apply_candidates(slurm: Any, n_pins: int) -> dict[str, Any]:
     """Pinning `n_pins` pending jobs: one `scontrol update` process per pin (the old way; 20 timed)
     against all of them fed to one scontrol process; both undone after (pins only: nothing is
     released)."""
-    ids = slurm.run("squeue", "-h", "-t", "PD", "-o", "%i").split()[:n_pins]
+    listed = slurm.run("squeue", "-h", "-t", "PD", "-o", "%i %D").splitlines()
+    asks = [line.split() for line in listed][:n_pins]
     nodes = slurm.run("sinfo", "-h", "-N", "-o", "%N").split()
-    pins = [Start(j, (nodes[i % len(nodes)],), "batch").pin() for i, j in enumerate(ids)]
+    ids = [jid for jid, _ in asks]
+    pins = [Start(jid, tuple(nodes[(i + k) % len(nodes)] for k in range(int(count))), "batch").pin()
+            for i, (jid, count) in enumerate(asks)]
     runner = CommandRunner(str(slurm.conf))
     t0 = time.perf_counter()
-    for args in pins[:20]:
-        runner.run(args)
+    one_by_one(runner.run, pins, list(range(20)))
     one_each = (time.perf_counter() - t0) * 1e3 / 20
     t0 = time.perf_counter()
     failed = runner.run_all(pins)
