@@ -3,16 +3,18 @@
     python bench/bench_bridge.py                                  # both parts, default sizes
     python bench/bench_bridge.py --nodes 1000 --jobs 5000 --real-nodes 0   # the synthetic part only
     python bench/bench_bridge.py --real-nodes 128 --real-jobs 5000
+    python bench/bench_bridge.py --real-nodes 0 --latency-jobs 60          # submit-to-start only
 
 Synthetic part: a 1,000-node, 5,000-pending state in Slurm's JSON, scaled up from a recorded real
 read (bench/slurm_state.py); one bridge cycle against a recording runner that counts the commands
 it would run. Real part (needs slurm-wlm and munge): a throw-away Slurm of `--real-nodes` slurmd
 (tests/bridges/slurm_cluster.py) with `--real-jobs` jobs that Slurm schedules itself; `sdiag`'s
 backfill cycle times beside the bridge's read of that state (Slurm's commands, timed) and the
-service's decision on it; `scontrol update` latency turns command counts into apply time. With
-slurmrestd installed, one is started on a unix socket beside that Slurm and the same state is read
-through it too, alternately with the commands (`read_cli_ms` vs `read_rest_ms`, medians of 3;
-`same_view`: both gave the same wire state), and one comment is set through it (`rest_update_ms`).
+service's decision on it; the read candidates on that state (Slurm's JSON, the compact read,
+slurmrestd, slurmrestd's `update_time` poll; medians of 3, `same_view`: all gave the same wire state)
+and pins one `scontrol` process each against all fed to one (bench/bridge_latency.py).
+Latency part (`--latency-jobs`, 0 to skip): submit-to-start of the same plain `sbatch -n P`
+workload under Slurm alone and under the bridge's event-driven loop, Slurm's own records.
 """
 
 from __future__ import annotations
