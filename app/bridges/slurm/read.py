@@ -123,7 +123,7 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     if not view.nodes:
         raise ValueError("Slurm reports no nodes")
     view.windows = windows(text.reservations)
-    raw = job_records(text.jobs)
+    raw = sorted(job_records(text.jobs), key=_job_order)
     states = {str(j["job_id"]): (j["job_state"], j.get("exit_code") or 0) for j in raw}
     for j in (task for r in raw for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
@@ -133,6 +133,13 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
 def job_records(text: str) -> list[dict[str, Any]]:
     """`squeue --json`'s (or slurmrestd's) job records, or the same from the compact read."""
     return compact.jobs(text) if text.startswith(compact.HEADER) else json.loads(text)["jobs"]
+
+
+def _job_order(j: dict[str, Any]) -> tuple[int, int]:
+    """Jobs in the order they were submitted (an array's tasks in task order), whichever reader
+    gave them: squeue's text comes sorted its own way, the JSON in Slurm's table order."""
+    task = j.get("array_task_id")
+    return int(j["job_id"]), task if isinstance(task, int) else -1
 
 
 def array_tasks(j: dict[str, Any]) -> list[dict[str, Any]]:
