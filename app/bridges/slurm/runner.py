@@ -153,7 +153,7 @@ class CommandRunner:
 
     def run_all(self, commands: list[list[str]]) -> dict[int, str]:
         """Every command, the `scontrol` ones without blanks fed to ONE scontrol process on its
-        input (one fork and one connection for thousands of pins, not one each); {index: error}
+        input (one process for thousands of pins, not one each); {index: error}
         of the ones that failed. scontrol names the job of each failed update ("... for job N");
         when it fails without naming them all, the commands it did not name are run again one by
         one (pins, releases and comments can be applied twice), so no failure goes unseen."""
