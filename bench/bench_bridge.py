@@ -3,16 +3,18 @@
     python bench/bench_bridge.py                                  # both parts, default sizes
     python bench/bench_bridge.py --nodes 1000 --jobs 5000 --real-nodes 0   # the synthetic part only
     python bench/bench_bridge.py --real-nodes 128 --real-jobs 5000
+    python bench/bench_bridge.py --real-nodes 0 --latency-jobs 60          # submit-to-start only
 
 Synthetic part: a 1,000-node, 5,000-pending state in Slurm's JSON, scaled up from a recorded real
 read (bench/slurm_state.py); one bridge cycle against a recording runner that counts the commands
 it would run. Real part (needs slurm-wlm and munge): a throw-away Slurm of `--real-nodes` slurmd
 (tests/bridges/slurm_cluster.py) with `--real-jobs` jobs that Slurm schedules itself; `sdiag`'s
 backfill cycle times beside the bridge's read of that state (Slurm's commands, timed) and the
-service's decision on it; `scontrol update` latency turns command counts into apply time. With
-slurmrestd installed, one is started on a unix socket beside that Slurm and the same state is read
-through it too, alternately with the commands (`read_cli_ms` vs `read_rest_ms`, medians of 3;
-`same_view`: both gave the same wire state), and one comment is set through it (`rest_update_ms`).
+service's decision on it; the read candidates on that state (Slurm's JSON, the compact read,
+slurmrestd, slurmrestd's `update_time` poll; medians of 3, `same_view`: all gave the same wire state)
+and pins one `scontrol` process each against all fed to one (bench/bridge_latency.py).
+Latency part (`--latency-jobs`, 0 to skip): submit-to-start of the same plain `sbatch -n P`
+workload under Slurm alone and under the bridge's event-driven loop, Slurm's own records.
 """
 
 from __future__ import annotations
@@ -35,13 +37,13 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bridge_latency import apply_candidates, latency_runs, read_candidates  # noqa: E402
 from common import finish  # noqa: E402
 from slurm_state import synthesize  # noqa: E402
 
 from app.bridges.slurm.apply import plan  # noqa: E402
 from app.bridges.slurm.cycle import Bridge, CycleReport  # noqa: E402
 from app.bridges.slurm.read import SlurmText  # noqa: E402
-from app.bridges.slurm.rest import RestRunner  # noqa: E402
 from app.bridges.slurm.runner import CommandRunner, RecordedRunner  # noqa: E402
 from app.bridges.slurm.service import in_process  # noqa: E402
 from app.bridges.slurm.state import BridgeState  # noqa: E402
@@ -49,7 +51,10 @@ from app.bridges.slurm.state import BridgeState  # noqa: E402
 console = Console(width=180)
 
 
-def synthetic_rows(nodes: int, jobs: int, repeat: int, cmd_ms: float | None) -> list[dict[str, Any]]:
+Costs = tuple[float, float] | None  # (ms of one scontrol process per command, ms per pin fed to one process)
+
+
+def synthetic_rows(nodes: int, jobs: int, repeat: int, cmd_ms: Costs) -> list[dict[str, Any]]:
     """Median split of `repeat` cycles on the synthesized state (every comment new: the worst case)."""
     text = synthesize(nodes, jobs, time.time())
     runs = []
@@ -61,7 +66,7 @@ def synthetic_rows(nodes: int, jobs: int, repeat: int, cmd_ms: float | None) -> 
 
 
 def _row(label: str, nodes: int, jobs: int, runs: list[tuple[Any, list[list[str]]]],
-         cmd_ms: float | None) -> dict[str, Any]:
+         cmd_ms: Costs) -> dict[str, Any]:
     phases = ("read", "convert", "decide", "apply")
     med = {k: statistics.median(r.timing_ms[k] for r, _ in runs) for k in phases}
     rep, commands = runs[0]
@@ -71,8 +76,14 @@ def _row(label: str, nodes: int, jobs: int, runs: list[tuple[Any, list[list[str]
     row.update({f"{k}_ms": v for k, v in med.items()})
     row.update({"starts": len(rep.response.starts) if rep.response else 0, "pins": kinds["pin"],
                 "releases": kinds["release"], "comments": kinds["comment"],
-                "apply_real_s": None if cmd_ms is None else len(commands) * cmd_ms / 1e3})
+                "apply_real_s": None if cmd_ms is None else _apply_s(commands, kinds["pin"], *cmd_ms)})
     return row
+
+
+def _apply_s(commands: list[list[str]], pins: int, fork_ms: float, fed_ms: float) -> float:
+    """The pins fed to one scontrol process, every other command one process of its own (a
+    comment with blanks cannot be fed; releases go 200 jobs a command)."""
+    return (pins * fed_ms + (len(commands) - pins) * fork_ms) / 1e3
 
 
 def _table(title: str, rows: list[dict[str, Any]]) -> Table:
@@ -90,13 +101,13 @@ def _fmt(v: Any) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def real_part(n_nodes: int, n_jobs: int, wait_s: float) -> tuple[list[dict[str, Any]], float]:
+def real_part(n_nodes: int, n_jobs: int, wait_s: float, pins: int) -> tuple[list[dict[str, Any]], Costs]:
     """Slurm's backfill (sdiag) and the bridge's read + decision on the same real state."""
     from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries
 
     if missing_binaries():
         console.print(f"real part skipped: {missing_binaries()} not installed")
-        return [], float("nan")
+        return [], None
     root = Path(tempfile.mkdtemp(prefix="bench-slurm-"))
     nodes = [NodeSpec(f"c{i:04d}", 64, 256_000) for i in range(n_nodes)]
     parts = [PartitionSpec("batch", tuple(n.name for n in nodes), True)]
@@ -105,7 +116,7 @@ def real_part(n_nodes: int, n_jobs: int, wait_s: float) -> tuple[list[dict[str, 
         slurm.start(timeout_s=300)
         _submit(slurm, root, n_jobs)
         time.sleep(wait_s)
-        return _measure(slurm, n_nodes, n_jobs)
+        return _measure(slurm, n_nodes, n_jobs, pins)
     finally:
         slurm.stop()
         shutil.rmtree(root, ignore_errors=True)
@@ -129,7 +140,7 @@ def _submit(slurm: Any, root: Path, n_jobs: int) -> None:
     console.print(f"submitted {n_jobs} jobs in {time.perf_counter() - t0:.0f} s")
 
 
-def _measure(slurm: Any, n_nodes: int, n_jobs: int) -> tuple[list[dict[str, Any]], float]:
+def _measure(slurm: Any, n_nodes: int, n_jobs: int, pins: int) -> tuple[list[dict[str, Any]], Costs]:
     sdiag = _sdiag(slurm.run("sdiag"))
     runner = CommandRunner(str(slurm.conf))
     runs = []
@@ -138,56 +149,18 @@ def _measure(slurm: Any, n_nodes: int, n_jobs: int) -> tuple[list[dict[str, Any]
         rep = bridge.cycle()
         runs.append((rep, _count_commands(rep)))
     cmd_ms, parallel_ms = _command_ms(slurm)
+    applied = apply_candidates(slurm, pins)
+    costs = (cmd_ms, applied["one_process_per_pin_ms"])
     pending = len(runs[0][0].view.pending) if runs[0][0].view else 0
-    row = _row("real Slurm", n_nodes, pending, runs, cmd_ms)
-    row.update(_rest_reads(slurm, runner))
+    row = _row("real Slurm", n_nodes, pending, runs, costs)
+    row.update(read_candidates(slurm))
     ms = {k: v / 1e3 for k, v in sdiag.items() if k != "bf_depth" and k != "bf_cycles"}
     row.update({"slurm_bf_last_ms": ms.get("bf_last"), "slurm_bf_mean_ms": ms.get("bf_mean"),
                 "slurm_bf_depth": sdiag.get("bf_depth"), "slurm_main_mean_ms": ms.get("main_mean"),
                 "bf_cycles": sdiag.get("bf_cycles"), "scontrol_ms": cmd_ms,
                 "scontrol_ms_4_at_once": parallel_ms})
-    return [row], cmd_ms
-
-
-def _rest_reads(slurm: Any, cli: CommandRunner, rounds: int = 3) -> dict[str, Any]:
-    """The same state read through the client commands and through a slurmrestd started on a unix
-    socket beside this Slurm, alternately (medians), and one job update each way."""
-    if shutil.which("slurmrestd") is None:
-        return {}
-    from app.bridges.slurm.rest import RestReader, connect
-
-    listen = f"unix:{slurm.root / 'rest.sock'}"
-    slurm.start_rest(listen)
-    cli_ms, rest_ms, same = [], [], True
-    with connect(listen) as http:
-        rest = RestReader(http)
-        for _ in range(rounds):
-            t0 = time.perf_counter()
-            by_cli = cli.read()
-            t1 = time.perf_counter()
-            by_rest = rest.read()
-            t2 = time.perf_counter()
-            cli_ms.append((t1 - t0) * 1e3)
-            rest_ms.append((t2 - t1) * 1e3)
-            same &= _view(by_cli) == _view(SlurmText(by_rest.nodes, by_rest.jobs, by_rest.reservations,
-                                                     by_cli.now))
-        jid = slurm.run("squeue", "-h", "-o", "%i", "-t", "PD").split()[0]
-        t0 = time.perf_counter()
-        RestRunner(rest, cli).run(["scontrol", "update", f"JobId={jid}", "Comment=bench-rest"])
-        rest_update_ms = (time.perf_counter() - t0) * 1e3
-    return {"read_cli_ms": statistics.median(cli_ms), "read_rest_ms": statistics.median(rest_ms),
-            "same_view": same, "rest_update_ms": rest_update_ms}
-
-
-def _view(text: SlurmText) -> Any:
-    from dataclasses import asdict
-
-    from app.bridges.slurm.read import read
-
-    v = asdict(read(text, {}, take_unheld=True))
-    for n in v["nodes"]:
-        n.pop("cpu_load")  # moves between two reads on a busy host
-    return v
+    row.update({f"apply_{k}": v for k, v in applied.items()})
+    return [row], costs
 
 
 def _count_commands(rep: Any) -> list[list[str]]:
@@ -232,17 +205,29 @@ def _command_ms(slurm: Any, workers: int = 4) -> tuple[float, float]:
 def main(nodes: int = 1000, jobs: int = 5000, repeat: int = 3,
          real_nodes: Annotated[int, typer.Option(help="slurmd to start; 0 = skip the real part")] = 64,
          real_jobs: int = 2000, wait: Annotated[float, typer.Option(help="seconds of Slurm backfill")] = 35,
+         pins: Annotated[int, typer.Option(help="pins timed both ways on the real part")] = 1000,
+         latency_jobs: Annotated[int, typer.Option(help="jobs of the submit-to-start run; 0 = skip")] = 40,
+         latency_gap: Annotated[float, typer.Option(help="mean seconds between their submissions")] = 1.5,
+         latency_sched: Annotated[str, typer.Option(help="SchedulerParameters of both latency clusters")] =
+         "bf_interval=5,batch_sched_delay=0",
          json_out: Annotated[Path | None, typer.Option("--json")] = None) -> None:
     tables, result = [], {}
-    real, cmd_ms = ([], None) if real_nodes == 0 else real_part(real_nodes, real_jobs, wait)
+    real, costs = ([], None) if real_nodes == 0 else real_part(real_nodes, real_jobs, wait, pins)
     if real:
         tables.append(_table("the bridge on a real Slurm state, beside Slurm's own backfill (sdiag)", real))
         result["real"] = real
-    synth = synthetic_rows(nodes, jobs, repeat, cmd_ms)
-    title = ("one bridge cycle on a synthesized Slurm state (apply against a recording runner; "
-             "apply_real_s = commands x the real part's scontrol time per call)")
+    synth = synthetic_rows(nodes, jobs, repeat, costs)
+    title = ("one bridge cycle on a synthesized Slurm state (apply against a recording runner; apply_real_s "
+             "= pins fed to one scontrol + other commands one process each, at the real part's times)")
     tables.insert(0, _table(title, synth))
     result["synthetic"] = synth
+    if latency_jobs:
+        lat = latency_runs(latency_jobs, latency_gap, latency_sched)
+        if lat:
+            title = (f"submit-to-start, {latency_jobs} plain sbatch -n P jobs on 4 x 8 CPUs, "
+                     f"SchedulerParameters={latency_sched}, Slurm's own records (whole seconds)")
+            tables.append(_table(title, lat))
+            result["latency"] = lat
     finish(console, tables, result, json_out)
 
 

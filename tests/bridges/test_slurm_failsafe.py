@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from app.bridges.slurm.apply import PINNED, STARTED
 from app.bridges.slurm.cli import slurm_cli
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.failsafe import (
@@ -100,8 +101,8 @@ def test_heartbeat_age_and_staleness(tmp_path: Path) -> None:
 def test_controlled_jobs_of_the_recorded_read() -> None:
     """Held and marked: released; pinned by the bridge: unpinned; a user's hold, a running job and a
     job the user pinned himself (`-w`): left alone."""
-    runner = _jobs(**{"39": {"comment": "hpcsched: started on n3", "required_nodes": "n3"},
-                      "40": {"priority": 1234, "comment": "hpcsched: started on n4", "required_nodes": "n4"},
+    runner = _jobs(**{"39": {"comment": PINNED, "required_nodes": "n3"},  # pinned, died before release
+                      "40": {"priority": 1234, "comment": STARTED, "required_nodes": "n4"},
                       "41": {"required_nodes": "n5"}})
     got = Controlled.of(runner.read().jobs)
     held = _pending_held_marked()
@@ -117,7 +118,7 @@ def test_controlled_jobs_of_the_recorded_read() -> None:
 
 
 def test_hand_back_unpins_then_releases_then_marks() -> None:
-    runner = _jobs(**{"40": {"comment": "hpcsched: started on n3", "required_nodes": "n3"}})
+    runner = _jobs(**{"40": {"comment": STARTED, "required_nodes": "n3"}})
     done = hand_back(runner)
     held = _pending_held_marked()
     assert sorted(done.released) == held and sorted(done.marked) == held and done.unpinned == ["40"]

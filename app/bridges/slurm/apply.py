@@ -29,10 +29,24 @@ class Start:
     layout: tuple[tuple[str, int], ...] = ()
 
     def pin(self) -> list[str]:
-        """Only these nodes, exactly this many, in this partition (the release follows)."""
+        """Only these nodes, exactly this many, in this partition (the release follows). No blank
+        in it, so a cycle's pins go to one scontrol process (`started` comments them after)."""
         return ["scontrol", "update", f"JobId={self.job_id}", f"Partition={self.partition}",
                 f"ReqNodeList={','.join(self.nodes)}", f"NumNodes={len(self.nodes)}-{len(self.nodes)}",
-                f"Comment={COMMENT_PREFIX}started on {','.join(self.nodes)}"]
+                f"Comment={PINNED}"]
+
+
+STARTED = f"{COMMENT_PREFIX}started by hpcsched on the nodes it chose"
+# the pin's own comment (no blank: scontrol's input keeps quotes), until `started` replaces it; a
+# hand-back unpins exactly the jobs commented one or the other, never a user's own node list
+PINNED = "hpcsched:pinned"
+BRIDGE_PINS = (PINNED, f"{COMMENT_PREFIX}started")
+
+
+def started(job_ids: list[str]) -> list[Comment]:
+    """The comment of the jobs a cycle released: one text, so one command per 100 jobs (their
+    nodes are Slurm's own NodeList)."""
+    return [Comment(tuple(job_ids[i:i + 100]), STARTED) for i in range(0, len(job_ids), 100)]
 
 
 def release(job_ids: list[str]) -> list[str]:

@@ -33,7 +33,7 @@ import typer
 
 from app import terminal
 from app.bridges.slurm.cached import CachedCluster
-from app.bridges.slurm.cycle import Bridge, CycleReport
+from app.bridges.slurm.cycle import POLL_S, Bridge, CycleReport
 from app.bridges.slurm.failsafe import (
     DEFAULT_GRACE_S,
     DEFAULT_HEARTBEAT,
@@ -68,6 +68,8 @@ StartBound = Annotated[float, typer.Option(help="seconds a released job may stay
 Events = Annotated[Path | None, typer.Option("--log", help="append one JSON line per event here")]
 Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLURM_CONF or Slurm's own)")]
 Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
+Poll = Annotated[float, typer.Option(help="seconds between looks at sdiag's job counters (with --wake): "
+                                     "how soon a submit or a job's end starts a cycle")]
 Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
                                             "(PUT once, PATCH the changes, send only the pending jobs)")]
 Rest = Annotated[str | None, typer.Option("--slurmrestd", help="read and act through slurmrestd at this URL "
@@ -131,13 +133,14 @@ def run(interval: Annotated[float, typer.Option(help="seconds between cycles")] 
         params: Params = None, state: StatePath = None, log: Events = None,
         conf: Conf = None, cached: Cached = None,
         wake: Wake = True, slurmrestd: Rest = None, token_file: TokenFile = None,
-        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S,
+        rest_user: RestUser = None, start_bound: StartBound = START_BOUND_S, poll: Poll = POLL_S,
         heartbeat: BeatPath = DEFAULT_HEARTBEAT, grace: Grace = DEFAULT_GRACE_S) -> None:
     """Cycle forever (or --cycles N): read Slurm, ask the service, apply its answer."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     runner = _runner(conf, slurmrestd, token_file, rest_user)
     bridge = _bridge(url, api_key, dry_run, policy, params, state, log, runner, cached, start_bound)
     bridge.heartbeat = Heartbeat(heartbeat, grace, service_probe(bridge.decide))
+    bridge.poll_s = poll
 
     def shown(rep: CycleReport) -> bool:
         _show(bridge, rep)

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.bridges.slurm.apply import Plan, Start, plan, release
+from app.bridges.slurm.apply import Plan, Start, plan, release, started
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.failsafe import Heartbeat
 from app.bridges.slurm.read import SlurmView, read
@@ -34,6 +34,7 @@ from schemas.schedule import ScheduleRequest, ScheduleResponse
 log = logging.getLogger("hpcsched.slurm")
 RELEASE_BATCH = 200
 RETRIES = 3
+POLL_S = 0.25  # how often the loop looks at Slurm's job counters between cycles
 EMPTY = ScheduleResponse.model_construct(starts=[], reservations=[], migrations=[], pending=[], priorities=[])
 
 
@@ -70,6 +71,7 @@ class Bridge:
     start_bound_s: float = START_BOUND_S
     hook: Callable[[str], None] = lambda step: None
     heartbeat: Heartbeat | None = None  # beaten after each completed cycle (not in shadow mode)
+    poll_s: float = POLL_S
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures (`hook`,
@@ -77,7 +79,9 @@ class Bridge:
         rep = CycleReport()
         t0 = time.perf_counter()
         try:
-            view = read(self.runner.read(), self.state.started, self.dry_run, self.state.layouts)
+            text = self.runner.read()
+            tr = time.perf_counter()
+            view = read(text, self.state.started, self.dry_run, self.state.layouts)
             self.hook("read")
             t1 = time.perf_counter()
             self._reconcile(view, rep)
@@ -86,7 +90,7 @@ class Bridge:
         except Exception as exc:  # noqa: BLE001 - a cycle never dies: log, skip, start fresh next time
             return self._failed(rep, f"{type(exc).__name__}: {exc}")
         rep.view, rep.response = view, resp
-        rep.timing_ms = {"read": (t1 - t0) * 1e3, "decide": (t2 - t1) * 1e3}
+        rep.timing_ms = {"read": (tr - t0) * 1e3, "convert": (t1 - tr) * 1e3, "decide": (t2 - t1) * 1e3}
         self.state.forget_gone(set(view.comments))
         if resp is not None:
             self._note(view, resp)
@@ -205,12 +209,13 @@ class Bridge:
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
         for jid, why in todo.deferred.items():
             self._event("deferred", job=jid, reason=why)
-        pinned = [s for s in todo.starts if s.job_id not in self.state.started and self._run(s.pin(), rep)]
+        fresh = [s for s in todo.starts if s.job_id not in self.state.started]
+        failed = self._run_all([s.pin() for s in fresh], rep)
+        pinned = [s for i, s in enumerate(fresh) if i not in failed]
         self.hook("pinned")
         self._release(pinned, rep)
-        for args in [c for m in todo.moves for c in m.commands()] + \
-                [c for t in todo.comments for c in t.commands()]:
-            self._run(args, rep)
+        self._run_all([c for m in todo.moves for c in m.commands()] +
+                      [c for t in todo.comments + started(rep.started) for c in t.commands()], rep)
         self.hook("applied")
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:
@@ -248,6 +253,19 @@ class Bridge:
             self._event("command_failed", args=args, error=str(exc))
             return False
 
+    def _run_all(self, commands: list[list[str]], rep: CycleReport) -> set[int]:
+        """The commands in as few round trips as the runner can (one scontrol process for the
+        pins); the indexes of the ones that failed, each logged as `_run` logs one."""
+        if not commands:
+            return set()
+        rep.commands += len(commands)
+        failed = self.runner.run_all(commands)
+        for i, error in failed.items():
+            log.warning("skipped: %s", error)
+            rep.errors.append(error)
+            self._event("command_failed", args=commands[i], error=error)
+        return set(failed)
+
     def _event(self, event: str, **data: Any) -> None:
         self.event(event, **data)
 
@@ -261,25 +279,30 @@ class Bridge:
     def loop(self, interval_s: float, cycles: int | None = None,
              done: Callable[[CycleReport], bool] = lambda rep: False, wake: bool = True,
              sleep: Callable[[float], None] = time.sleep) -> None:
-        """Cycle, then wait `interval_s`; with `wake`, less when the controller's job counters move
-        (a job submitted, started or ended; polled each second, never two cycles within 2 s)."""
+        """Cycle, then wait at most `interval_s`. With `wake`, the next cycle starts as soon as the
+        controller's job counters (a job submitted, started or ended) differ from what they were
+        just before the last cycle read Slurm (polled every `poll_s`; a submit during a cycle is
+        not missed), but never sooner than that cycle took (the bridge cycles at most half the
+        time, however busy the queue)."""
         n = 0
         while cycles is None or n < cycles:
+            mark = self._counters() if wake else None
+            t0 = time.monotonic()
             rep = self.cycle()
             n += 1
             if done(rep) or (cycles is not None and n >= cycles):
                 return
-            self._wait(interval_s, wake, sleep)
+            self._wait(interval_s, mark, sleep, time.monotonic() - t0)
 
-    def _wait(self, interval_s: float, wake: bool, sleep: Callable[[float], None]) -> None:
-        mark = self._counters() if wake else None
-        waited, poll = 0.0, min(1.0, interval_s)
+    def _wait(self, interval_s: float, mark: str | None, sleep: Callable[[float], None],
+              busy_s: float) -> None:
+        waited, poll = 0.0, min(self.poll_s, interval_s)
         while waited < interval_s:
-            sleep(poll)
-            waited += poll
-            if mark is not None and waited >= min(2.0, interval_s) and self._counters() != mark:
+            if mark is not None and waited >= min(busy_s, interval_s) and self._counters() != mark:
                 self._event("wake", after_s=waited)
                 return
+            sleep(poll)
+            waited += poll
 
     def _counters(self) -> str | None:
         try:

@@ -7,7 +7,7 @@ watchdog calls it when the heartbeat is stale, `hpcsched slurm handback` on dema
 
 A hand-back, per pending job the bridge controls, in an order that leaves no job stranded if it
 is interrupted at any point:
-1. a job the bridge pinned (`ReqNodeList`, comment "hpcsched: started on ...") is unpinned;
+1. a job the bridge pinned (`ReqNodeList`, its comment the pin's or the start's) is unpinned;
 2. a job held by the recipe (marked, priority 0) is released; one it parked (in a down partition,
    `PARK` in the recipe) is moved back to the partition(s) it asked for;
 3. its mark becomes `hpcsched:handed-back`, so no later bridge takes it for its own.
@@ -17,7 +17,6 @@ it, and a bridge reads such a job as not its own; the next hand-back rewrites th
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -32,14 +31,13 @@ from typing import Any
 
 import httpx
 
-from app.bridges.slurm.apply import COMMENT_PREFIX
-from app.bridges.slurm.read import HANDED_BACK, MARK, parked
+from app.bridges.slurm.apply import BRIDGE_PINS, COMMENT_PREFIX
+from app.bridges.slurm.read import HANDED_BACK, MARK, job_records, parked
 from app.bridges.slurm.runner import Runner, SlurmError
 
 log = logging.getLogger("hpcsched.slurm")
 DEFAULT_HEARTBEAT = Path("/var/lib/hpcsched/heartbeat")
 DEFAULT_GRACE_S = 300
-PINNED = f"{COMMENT_PREFIX}started on"
 HANDED_BACK_COMMENT = f"{COMMENT_PREFIX}handed back to Slurm's own scheduler"
 BATCH = 200
 _HEARTBEAT_LINE = re.compile(r'^local HEARTBEAT = "(.*)"$', re.M)
@@ -173,7 +171,7 @@ def service_probe(service: object, timeout_s: float = 5.0) -> Callable[[], bool]
 
 @dataclass
 class Controlled:
-    """The pending jobs the bridge controls, from one `squeue --json`."""
+    """The pending jobs the bridge controls, from one read of Slurm's jobs (either reader's text)."""
 
     held: list[str] = field(default_factory=list)      # held by the recipe: to release
     pinned: list[str] = field(default_factory=list)    # pinned by the bridge: to unpin
@@ -183,14 +181,14 @@ class Controlled:
     @classmethod
     def of(cls, jobs_json: str) -> Controlled:
         out = cls()
-        for j in json.loads(jobs_json)["jobs"]:
+        for j in job_records(jobs_json):
             if j.get("job_state") == "PENDING":
                 out.add(j)
         return out
 
     def add(self, j: dict[str, Any]) -> None:
         jid = str(j["job_id"])
-        if (j.get("comment") or "").startswith(PINNED) and j.get("required_nodes"):
+        if (j.get("comment") or "").startswith(BRIDGE_PINS) and j.get("required_nodes"):
             self.pinned.append(jid)
         if MARK in (j.get("admin_comment") or ""):
             self.marked.append(jid)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from app.bridges.slurm import compact
 from app.bridges.slurm.hostlist import expand
 from schemas.common import TIME_BOUND
 from schemas.schedule import ScheduleRequest
@@ -115,7 +116,7 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     each released job (what it holds until Slurm starts it)."""
     view = SlurmView(now=text.now)
     raw_nodes = json.loads(text.nodes)["nodes"]
-    jobs = json.loads(text.jobs)["jobs"]
+    jobs = sorted(job_records(text.jobs), key=_job_order)
     parks = parking(jobs)
     nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {}, layouts or {})
     for n in raw_nodes:
@@ -131,6 +132,18 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     for j in (task for r in jobs for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
     return view
+
+
+def job_records(text: str) -> list[dict[str, Any]]:
+    """`squeue --json`'s (or slurmrestd's) job records, or the same from the compact read."""
+    return compact.jobs(text) if text.startswith(compact.HEADER) else json.loads(text)["jobs"]
+
+
+def _job_order(j: dict[str, Any]) -> tuple[int, int]:
+    """Jobs in the order they were submitted (an array's tasks in task order), whichever reader
+    gave them: squeue's text comes sorted its own way, the JSON in Slurm's table order."""
+    task = j.get("array_task_id")
+    return int(j["job_id"]), task if isinstance(task, int) else -1
 
 
 def array_tasks(j: dict[str, Any]) -> list[dict[str, Any]]:
@@ -326,7 +339,8 @@ def running_in(j: dict[str, Any], threads: dict[str, int], now: float) -> dict[s
     alloc = []
     for a in j["job_resources"].get("allocated_nodes") or []:
         cores = sum(len(s.get("cores") or {}) for s in (a.get("sockets") or {}).values())
-        alloc.append({"node": a["nodename"], "cpu": cores * threads.get(a["nodename"], 1),
+        cpu = a["cpus"] if "cpus" in a else cores * threads.get(a["nodename"], 1)  # "cpus": compact
+        alloc.append({"node": a["nodename"], "cpu": cpu,
                       "mem_mib": int(a.get("memory_allocated") or 0), "gpu": gpus})
     start = float(j.get("start_time") or now)
     wall = max(walltime_s(j.get("time_limit")), now - start + 1)

@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from app.bridges.slurm.read import SlurmText
-from app.bridges.slurm.runner import COUNTERS, Runner, SlurmError
+from app.bridges.slurm.runner import COUNTERS, Runner, SlurmError, one_by_one
 
 API = "/slurm/v0.0.38"
 READS = {"nodes": "/nodes", "jobs": "/jobs", "reservations": "/reservations"}
@@ -94,6 +94,16 @@ class RestRunner:
             return
         for job_id, body in updates:
             self.update(job_id, body)
+
+    def run_all(self, commands: list[list[str]]) -> dict[int, str]:
+        """What REST can say through it (one keep-alive connection), the rest (the pins) fed to
+        the client programs' one scontrol process; {index: error} of the ones that failed."""
+        by_cli = [i for i, c in enumerate(commands) if rest_updates(c) is None]
+        by_rest = [i for i in range(len(commands)) if i not in set(by_cli)]
+        failed = one_by_one(self.run, commands, by_rest)
+        if by_cli:
+            failed.update({by_cli[k]: e for k, e in self.cli.run_all([commands[i] for i in by_cli]).items()})
+        return failed
 
     def update(self, job_id: str, body: dict[str, Any]) -> None:
         try:

@@ -1,0 +1,219 @@
+"""Submit-to-start on a real Slurm, the bridge against Slurm alone, and the read and apply
+candidates of a bridge cycle on a large queue (used by bench_bridge.py).
+
+Latency: the same small workload of plain `sbatch -n P` jobs (no --ntasks-per-node), submitted at
+random gaps in real time, to two throw-away clusters one after the other: Slurm alone
+(`sched/backfill`; SchedulerParameters as given, the same on both sides) and Slurm with the
+job_submit.lua recipe driven by `Bridge.loop` (service in process, `easy`, woken by sdiag's
+counters). The waits are Slurm's
+own records (StartTime - SubmitTime, whole seconds).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from app.bridges.slurm.apply import Start
+from app.bridges.slurm.cycle import Bridge
+from app.bridges.slurm.read import SlurmText, read
+from app.bridges.slurm.runner import CommandRunner, one_by_one
+from app.bridges.slurm.service import in_process
+from app.bridges.slurm.state import BridgeState
+
+REPO = Path(__file__).resolve().parent.parent
+LUA = REPO / "app" / "bridges" / "slurm" / "job_submit.lua"
+SIZES = (1, 1, 2, 2, 4, 6, 8, 12)
+
+
+def workload(n_jobs: int, gap_s: float, seed: int = 7) -> list[tuple[float, int, int]]:
+    """(seconds after the first submit, CPUs, seconds of sleep) of each job."""
+    rng, at, out = random.Random(seed), 0.0, []
+    for _ in range(n_jobs):
+        out.append((at, rng.choice(SIZES), rng.randint(2, 8)))
+        at += rng.expovariate(1 / gap_s)
+    return out
+
+
+def latency_runs(n_jobs: int, gap_s: float, sched: str, policy: str = "easy") -> list[dict[str, Any]]:
+    """One row per side: the waits of the same workload under Slurm alone and under the bridge,
+    both with SchedulerParameters `sched`."""
+    from tests.bridges.slurm_cluster import missing_binaries
+
+    if missing_binaries():
+        return []
+    jobs = workload(n_jobs, gap_s)
+    return [_side("Slurm alone (sched/backfill)", jobs, False, policy, sched),
+            _side(f"bridge ({policy}, event-driven)", jobs, True, policy, sched)]
+
+
+def _side(label: str, jobs: list[tuple[float, int, int]], bridged: bool, policy: str,
+          sched: str) -> dict[str, Any]:
+    from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec
+
+    root = Path(tempfile.mkdtemp(prefix="bench-latency-"))
+    nodes = [NodeSpec(f"n{i}", 8, 16_000) for i in range(1, 5)]
+    slurm = LocalSlurm(root, nodes, [PartitionSpec("batch", tuple(n.name for n in nodes), True)],
+                       job_submit_lua=LUA if bridged else None, sched_params=sched)
+    stop, loop, bridge = threading.Event(), None, None
+    try:
+        slurm.start()
+        if bridged:
+            bridge = Bridge(CommandRunner(str(slurm.conf)), in_process(), BridgeState(root / "state.json"),
+                            {"name": policy}, events=root / "events.jsonl")
+            bridge.cycle()  # warm
+            loop = threading.Thread(target=bridge.loop, args=(10.0,),
+                                    kwargs={"done": lambda rep: stop.is_set(), "sleep": stop.wait})
+            loop.start()
+        ids, sent = _submit(slurm, root, jobs)
+        waits = _waits(slurm, ids)
+        sent_at = dict(zip(ids, sent, strict=True))
+        released = _released_after(root / "events.jsonl", sent_at) if bridged else []
+    finally:
+        stop.set()
+        if loop is not None:
+            loop.join(timeout=60)
+        slurm.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    return {"side": label, "jobs": len(jobs), "ran": len(waits),
+            "median_wait_s": statistics.median(waits) if waits else None,
+            "mean_wait_s": statistics.fmean(waits) if waits else None,
+            "p90_wait_s": statistics.quantiles(waits, n=10)[8] if len(waits) > 1 else None,
+            "started_within_1s": sum(w <= 1 for w in waits),
+            "release_after_submit_median_s": statistics.median(released) if released else None,
+            "released_within_1s": sum(r <= 1 for r in released) if bridged else None}
+
+
+def _released_after(events: Path, sent: dict[str, float]) -> list[float]:
+    """Seconds from sbatch's return to the bridge's release of each job (its `start` event)."""
+    import json
+
+    out = []
+    for line in events.read_text().splitlines():
+        e = json.loads(line)
+        if e["event"] == "start" and e["job"] in sent:
+            out.append(e["t"] - sent[e["job"]])
+    return out
+
+
+def _submit(slurm: Any, root: Path, jobs: list[tuple[float, int, int]]) -> tuple[list[str], list[float]]:
+    """The jobs' ids, and when each sbatch returned (wall clock)."""
+    t0, ids, sent = time.monotonic(), [], []
+    for at, cpus, sleep in jobs:
+        time.sleep(max(0.0, t0 + at - time.monotonic()))
+        ids.append(slurm.run("sbatch", "--parsable", "-o", "/dev/null", f"--chdir={root}", "-t", "1",
+                             "-n", str(cpus), f"--mem={cpus * 200}", "--wrap", f"sleep {sleep}").strip())
+        sent.append(time.time())
+    return ids, sent
+
+
+def _waits(slurm: Any, ids: list[str], timeout_s: float = 300) -> list[float]:
+    """StartTime - SubmitTime of every job, once none is pending or running."""
+    from tests.bridges.workload import records
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        now = records(slurm)
+        if all(now[j].state not in ("PENDING", "RUNNING", "COMPLETING", "CONFIGURING") for j in ids):
+            break
+        time.sleep(1.0)
+    submitted = _submit_times(slurm)
+    now = records(slurm)
+    return [now[j].start - submitted[j] for j in ids if now[j].start == now[j].start]
+
+
+def _submit_times(slurm: Any) -> dict[str, float]:
+    args = ["squeue", "-h", "-t", "all", "-o", "%i %V"]
+    text = subprocess.run(args, env={**slurm.env(), "SLURM_TIME_FORMAT": "%s"}, capture_output=True,
+                          text=True, check=True).stdout
+    return {jid: float(stamp) for jid, stamp in (line.split() for line in text.splitlines())}
+
+
+def read_candidates(slurm: Any, rounds: int = 3) -> dict[str, Any]:
+    """The same state read by each candidate, alternately (medians of `rounds`): Slurm's JSON
+    through the client programs (the old read), the compact read (squeue's text and scontrol's
+    details, kept between cycles; its first, every-job-new read apart), slurmrestd's JSON, and
+    slurmrestd's `update_time` poll when nothing changed; whether they give the same wire state."""
+    by_json, fast = CommandRunner(str(slurm.conf), compact=False), CommandRunner(str(slurm.conf))
+    t0 = time.perf_counter()
+    fast.read()
+    first = (time.perf_counter() - t0) * 1e3
+    floor = ["squeue", "-h", "-o", "%i"]  # the job-table RPC alone: no read of every job beats it
+    readers: dict[str, Any] = {"json_cli": by_json.read, "compact_cli": fast.read,
+                               "squeue_ids_only": lambda: fast._call(floor)}
+    http = _rest(slurm)
+    if http is not None:
+        from app.bridges.slurm.rest import API, RestReader
+
+        readers["json_rest"] = RestReader(http).read
+        since = {"update_time": int(time.time()) + 5}
+        readers["rest_unchanged"] = lambda: http.get(API + "/jobs", params=since)
+    took: dict[str, list[float]] = {k: [] for k in readers}
+    texts: dict[str, Any] = {}
+    for _ in range(rounds):
+        for k, reader in readers.items():
+            t0 = time.perf_counter()
+            texts[k] = reader()
+            took[k].append((time.perf_counter() - t0) * 1e3)
+    views = [_view(texts[k], texts["json_cli"].now) for k in ("json_cli", "compact_cli", "json_rest")
+             if k in texts]
+    out = {f"{k}_ms": statistics.median(v) for k, v in took.items()}
+    out.update({"compact_first_ms": first, "same_view": all(v == views[0] for v in views)})
+    t0 = time.perf_counter()
+    read(texts["compact_cli"], {})
+    out["compact_convert_ms"] = (time.perf_counter() - t0) * 1e3
+    t0 = time.perf_counter()
+    read(texts["json_cli"], {})
+    out["json_convert_ms"] = (time.perf_counter() - t0) * 1e3
+    return out
+
+
+def _rest(slurm: Any) -> Any:
+    if shutil.which("slurmrestd") is None:
+        return None
+    from app.bridges.slurm.rest import connect
+
+    listen = f"unix:{slurm.root / 'rest.sock'}"
+    if not (slurm.root / "rest.sock").exists():
+        slurm.start_rest(listen)
+    return connect(listen)
+
+
+def _view(text: SlurmText, now: float) -> dict[str, Any]:
+    v = asdict(read(SlurmText(text.nodes, text.jobs, text.reservations, now), {}, take_unheld=True))
+    for n in v["nodes"]:
+        n.pop("cpu_load")
+    for key in ("running", "pending"):
+        v[key].sort(key=lambda r: r["id"])
+    return v
+
+
+def apply_candidates(slurm: Any, n_pins: int) -> dict[str, Any]:
+    """Pinning `n_pins` pending jobs: one `scontrol update` process per pin (the old way; 20 timed)
+    against all of them fed to one scontrol process; both undone after (pins only: nothing is
+    released)."""
+    listed = slurm.run("squeue", "-h", "-t", "PD", "-o", "%i %D").splitlines()
+    asks = [line.split() for line in listed][:n_pins]
+    nodes = slurm.run("sinfo", "-h", "-N", "-o", "%N").split()
+    ids = [jid for jid, _ in asks]
+    pins = [Start(jid, tuple(nodes[(i + k) % len(nodes)] for k in range(int(count))), "batch").pin()
+            for i, (jid, count) in enumerate(asks)]
+    runner = CommandRunner(str(slurm.conf))
+    t0 = time.perf_counter()
+    one_by_one(runner.run, pins, list(range(20)))
+    one_each = (time.perf_counter() - t0) * 1e3 / 20
+    t0 = time.perf_counter()
+    failed = runner.run_all(pins)
+    batched = (time.perf_counter() - t0) * 1e3
+    runner.run_all([["scontrol", "update", f"JobId={j}", "ReqNodeList="] for j in ids])
+    return {"pins": len(ids), "fork_per_pin_ms": one_each, "fork_per_pin_total_s": one_each * len(ids) / 1e3,
+            "one_process_total_s": batched / 1e3, "one_process_per_pin_ms": batched / max(1, len(ids)),
+            "failed": len(failed)}

@@ -1,0 +1,63 @@
+"""The compact read's parsers (squeue's text and scontrol's lines to `squeue --json`'s records).
+That both reads give the same wire state on a real cluster is tested in test_slurm_latency.py."""
+
+from __future__ import annotations
+
+from app.bridges.slurm import compact
+from app.bridges.slurm.read import array_tasks
+
+
+def line(**values: str) -> str:
+    """One squeue line of the compact format, every field '(null)' unless given."""
+    by_field = {field: values.get(key, "(null)") for key, field, _ in compact.FIELDS}
+    return "".join(v + compact.SEP for v in by_field.values())
+
+
+BASE = dict(job_id="7", array_job_id="7", array_task_id="N/A", job_state="PENDING", exit_code="0",
+            priority="0", state_reason="JobHeldUser", eligible_time="N/A", start_time="N/A",
+            submit_time="1795703000", het_job_id="N/A", node_count="2", max_nodes="2",
+            minimum_cpus_per_node="1", cpus="20", user_name="ann", partition="batch", time_limit="1-02:03:00",
+            nice="5", min_memory="1500M", shared="NO", tasks="20", tasks_per_node="0", required_nodes="")
+
+
+def test_a_line_reads_as_the_json_record() -> None:
+    """Times, limits, memory, exclusivity and the empty markers come out as squeue --json says them."""
+    (r,) = compact.jobs(f"{compact.HEADER}\n{line(**BASE)}\n{compact.DETAILS}\n"
+                        "JobId=7 ExcNodeList=n[3-4] MinMemoryCPU=1500M\n")
+    assert r["job_id"] == 7 and r["array_job_id"] == 0 and r["array_task_id"] is None
+    assert r["time_limit"] == 1563 and r["nice"] == 5 and r["eligible_time"] == 0
+    assert r["memory_per_cpu"] == 1500 and r["memory_per_node"] is None
+    assert r["shared"] == "none" and r["excluded_nodes"] == "n[3-4]" and r["comment"] == ""
+    assert r["dependency"] == "" and r["submit_time"] == 1795703000
+
+
+def test_without_details_memory_is_per_node_and_nothing_is_excluded() -> None:
+    (r,) = compact.jobs(f"{compact.HEADER}\n{line(**BASE)}\n{compact.DETAILS}\n")
+    assert r["memory_per_node"] == 1500 and r["memory_per_cpu"] is None and r["excluded_nodes"] == ""
+
+
+def test_limits_and_memory_units() -> None:
+    limits = ("UNLIMITED", "30:00", "1:00:00", "2-00:00:00")
+    assert [compact._minutes(v) for v in limits] == [None, 30, 60, 2880]
+    assert [compact._mib(v) for v in ("0", "8000M", "250G", "1T")] == [0, 8000, 256000, 1048576]
+
+
+def test_array_lines_name_their_tasks() -> None:
+    """squeue -r prints one line per task (a split task with its own job id): each becomes
+    ARRAY_TASK, and a record still holding several tasks is split as the JSON's is."""
+    tasks = (("9", "0"), ("11", "2"), ("9", "4-6%2"))
+    rows = compact.rows("\n".join(line(**{**BASE, "job_id": jid, "array_job_id": "9", "array_task_id": task})
+                                   for jid, task in tasks))
+    names = [t["job_id"] for r in rows for t in array_tasks(r)]
+    assert names == ["9_0", "9_2", "9_4", "9_5", "9_6"]
+
+
+def test_running_allocations_from_scontrol_detail() -> None:
+    """A running job's CPUs and memory per node come from scontrol's Nodes/CPU_IDs/Mem groups."""
+    full = ("JobId=5 JobName=wrap ExcNodeList=(null) NumNodes=3   Nodes=n[1-2] CPU_IDs=0-3,6 Mem=800 GRES= "
+            "  Nodes=n4 CPU_IDs=0 Mem=100 GRES= MinCPUsNode=1 MinMemoryNode=0 Features=(null)")
+    d = compact.details(compact.reduced(full))["5"]
+    assert d["allocated"] == [{"nodename": "n1", "cpus": 5, "memory_allocated": 800},
+                              {"nodename": "n2", "cpus": 5, "memory_allocated": 800},
+                              {"nodename": "n4", "cpus": 1, "memory_allocated": 100}]
+    assert not d["per_cpu"] and d["excluded_nodes"] == ""
