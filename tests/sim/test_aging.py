@@ -56,13 +56,15 @@ def test_plain_sjf_starves_the_long_job_and_the_wait_cap_does_not() -> None:
 # up to R_max, so a queue of aged jobs holds J past it (hypothesis finds such workloads at once).
 @settings(max_examples=150, deadline=None)
 @given(w=workloads(), cap=st.sampled_from([0.0, 60.0, 300.0, 1000.0]), depth=st.integers(1, 3),
-       order=st.sampled_from(["sjf", "f1"]), bf=st.sampled_from(["priority", "sjf"]))
-def test_an_aged_job_starts_within_the_longest_run_of_its_turn(w: Workload, cap: float, depth: int,
-                                                                  order: str, bf: str) -> None:
+       order=st.sampled_from(["sjf", "f1"]), bf=st.sampled_from(["priority", "sjf"]),
+       compiled=st.booleans())
+def test_an_aged_job_starts_within_the_longest_run_of_its_turn(
+        w: Workload, cap: float, depth: int, order: str, bf: str, compiled: bool) -> None:
+    """On the compiled replay and on the Python one (`decide` at every instant)."""
     w = Workload(w.machine, [replace(j, estimate=j.run) for j in w.jobs])
     params = PriorityParams(order=order, reservation_depth=depth, backfill_order=bf, selector="first_fit",
                             time_grain_s=1, wait_cap_s=cap)
-    result = replay(w, "priority", params)
+    result = replay(w, "priority", params, compiled=compiled)
     started = {r.job.id: r for r in result.records}
     fits = [j for j in w.jobs if j.nodes <= w.machine.nodes and j.cpu <= w.machine.cores_per_node
             and j.mem_mib <= w.machine.mem_mib_per_node]
