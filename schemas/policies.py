@@ -81,6 +81,11 @@ class PriorityParams(CommonParams):
     )
     max_priority: float = Field(55.0, description="P_max: reaching it gets a reservation")
     reserve_after_wait_s: float = Field(86_400.0, ge=0.0)
+    wait_cap_s: float | None = Field(
+        None, ge=0.0, allow_inf_nan=False,
+        description="aging: a job that has waited at least this many seconds ranks ahead of every job "
+        "that has not, first come first served among them (VIP jobs still first); null = no aging",
+    )
 
 
 class FcfsPolicy(Strict):

@@ -21,6 +21,7 @@ class Scored:
     job: Job
     priority: float
     factors: dict[str, float]
+    aged: bool = False  # past the wait cap (`aged`): ranks ahead of every job that is not
 
 
 def age_s(job: Job, now: float) -> float:
@@ -81,9 +82,28 @@ def f1_score(job: Job, now: float) -> Scored:
     return Scored(job, -score, {"f1_score": score, "cores": float(cores)})
 
 
+def aged(inner: ScoreAll, cap_s: float) -> ScoreAll:
+    """The aging term (docs/methods.md §3): a job that has waited at least `cap_s` seconds ranks ahead
+    of every job that has not, whatever the order's own priority, and the aged jobs rank among
+    themselves first come, first served (`rank_key`). Its reported priority stays the order's own;
+    the factors say `aged` (1 or 0), its wait `age_s` and the cap `wait_cap_s`. A job's rank moves
+    with time (it jumps ahead once it has waited the cap): the order is not standing."""
+    def score_all(jobs: Sequence[Job], now: float) -> list[Scored]:
+        out = inner(jobs, now)
+        for s in out:
+            wait = max(0.0, now - s.job.submit_time)
+            s.aged = wait >= cap_s
+            s.factors["age_s"] = wait
+            s.factors["wait_cap_s"] = cap_s
+            s.factors["aged"] = 1.0 if s.aged else 0.0
+        return out
+    return score_all
+
+
 def rank_key(s: Scored) -> tuple[bool, float, float, str]:
-    """Natives before migrated jobs; then highest priority; then submit time, then id."""
-    return (s.job.migrated, -s.priority, s.job.submit_time, s.job.id)
+    """Natives before migrated jobs; then aged jobs (`aged`), by submit time; then highest priority;
+    then submit time, then id."""
+    return (s.job.migrated, -math.inf if s.aged else -s.priority, s.job.submit_time, s.job.id)
 
 
 def rank(scored: Sequence[Scored]) -> list[Scored]:

@@ -82,3 +82,4 @@ class PriorityParams(CommonParams):
     resource_evaluation: float | None = 1.0  # E; None: the best E among the job's eligible nodes
     max_priority: float = 55.0  # P_max: a job reaching it gets a reservation
     reserve_after_wait_s: float = 86_400.0  # a job waiting longer gets a reservation too
+    wait_cap_s: float | None = None  # aging: a job waiting this long ranks first (fcfs among them)

@@ -2,8 +2,9 @@
 of alike nodes (up to `MAX_CORES` cores each), nodes taken in node order (first_fit; least_load and
 evaluation where they rank every node alike: `_in_node_order`), an order in which a job's rank never
 moves (`easy`, `fcfs`, `conservative`, `firstfit`, `priority` with order fcfs, sjf or f1, or with
-its weighted order, first come, first served for a trace's jobs: `_weighted_is_fcfs`), at any
-reservation depth.
+its weighted order, first come, first served for a trace's jobs: `_weighted_is_fcfs`), or such an
+order with `priority`'s wait cap (the aging term: each pass puts the jobs that waited the cap
+first, `_aged_first`), at any reservation depth.
 
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
 set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
@@ -11,7 +12,9 @@ machine of a few hundred nodes. Here the whole replay is one compiled loop, and 
 the decisions the pass in `app.sched.backfill` makes for these settings, step for step:
 
 - jobs are met in the policy's order, which a job's arrival fixes (`order.rank_key` of its score:
-  fcfs by submit time, sjf by the time it is told, f1 by its F1 score; then submit time and number);
+  fcfs by submit time, sjf by the time it is told, f1 by its F1 score; then submit time and number),
+  except that under a wait cap each pass first puts the jobs that have waited the cap, by submit
+  time and number (`order.aged`);
   under `backfill_order=sjf` the jobs met once the reservations are made go shortest first;
 - a job is told its request, or its predicted run time (`replay.Predictor`, the same arithmetic), and
   is told its request from its predicted end on if it is still running;
@@ -305,7 +308,7 @@ def _tell(token: int, n: int) -> None:
 @njit(cache=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
             rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
-            token: int, every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+            cap: float, token: int, every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
     Each time `every` more jobs have started (0: never), `_tell(token, how many)`.
@@ -383,7 +386,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
         decisions += 1
         settled, n_fresh = True, 0
         before = counts[0]
-        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, may, free, cnt_ge,
+        times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, may, cap, free, cnt_ge,
                                   expect,
                                   node_off, assigned, running, run_at, counts, backfilled, started, ends,
                                   overdue, times, cum, stale, first_booking, room, out, promised, held)
@@ -562,7 +565,7 @@ def _last_to_see(at: int, order: np.ndarray, fitting: np.ndarray, n_fit: int, la
 @njit(cache=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
           rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
-          free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray,
+          cap: float, free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray,
           assigned: np.ndarray, running: np.ndarray, run_at: np.ndarray, counts: np.ndarray,
           backfilled: np.ndarray, started: np.ndarray, ends: list[tuple[float, int]],
           overdue: list[tuple[float, int]], times: np.ndarray, cum: np.ndarray, stale: int,
@@ -575,7 +578,8 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     `room` what that booking leaves of its capacity; `out`, room for a job's nodes. Under
     `conservative` (`keep_promises`), each job's last reservation (`PROMISE`, `promised`) is booked
     for it first, where it still holds (`held`), and given back at its turn
-    (`BackfillPass._hold_promises`)."""
+    (`BackfillPass._hold_promises`). `cap`: the wait cap (INF: none), whose aged jobs go first
+    (`_aged_first`)."""
     grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises, from_now = rules
     n_nodes, cores = free.shape[1], len(cnt_ge) - 1
     width, built, n_reserved = 0, False, 0  # (bookings are the reservations made)
@@ -589,7 +593,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     limit = min(len(pending), queue_depth)
     left = np.empty(limit, dtype=np.int64)
     n_left = 0
-    order = pending[:limit]
+    order = (pending if cap == INF else _aged_first(pending, real, now, cap))[:limit]
     fitting, last_first = np.empty(0, dtype=np.int64), -1
     if not keep_promises:  # nothing after the last job whose turn can be seen changes the answer
         fitting, last_first = _seen(order, now, real, ints, mem_cap, may, free, cnt_ge)
@@ -699,6 +703,27 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
 
 
 @njit(cache=True)
+def _aged_first(pending: np.ndarray, real: np.ndarray, now: float, cap: float) -> np.ndarray:
+    """`order.aged`'s ranking: the jobs that have waited at least `cap` first, by submit time then
+    number, then the others in their order."""
+    aged = np.empty(len(pending), dtype=np.int64)
+    rest = np.empty(len(pending), dtype=np.int64)
+    n_aged, n_rest = 0, 0
+    for j in pending:
+        if max(0.0, now - real[SUBMIT, j]) >= cap:
+            aged[n_aged] = j
+            n_aged += 1
+        else:
+            rest[n_rest] = j
+            n_rest += 1
+    if n_aged == 0:
+        return pending
+    first = np.sort(aged[:n_aged])
+    first = first[np.argsort(real[SUBMIT][first], kind="mergesort")]  # stable: ties by number
+    return np.concatenate((first, rest[:n_rest]))
+
+
+@njit(cache=True)
 def _fold_waiting(waiting: np.ndarray, now: float, grain: int, from_now: int, real: np.ndarray,
                   node_off: np.ndarray, assigned: np.ndarray, promised: np.ndarray, ints: np.ndarray,
                   times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -802,6 +827,8 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
              int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"),
              int(policy == "firstfit"))
     may = _reserve_rule(params)
+    cap = getattr(params, "wait_cap_s", None)
+    cap = INF if cap is None else float(cap)
     token, heard = next(_TOKENS), [0]
 
     def listen(n: int) -> None:
@@ -813,7 +840,7 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     try:
         backfilled, started, node_off, assigned, decisions = _replay(
             real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node),
-            rules, may, token, max(1, len(jobs) // 100) if progress else 0)
+            rules, may, cap, token, max(1, len(jobs) // 100) if progress else 0)
     finally:
         del _LISTENERS[token]
     if progress and len(started) > heard[0]:

@@ -41,7 +41,8 @@ def applies(w: Workload, policy: str, params: CommonParams | None, predict: bool
         return False
     if policy in ("easy", "fcfs"):
         return True
-    return policy == "priority" and isinstance(params, PriorityParams) and params.order == "fcfs"
+    return (policy == "priority" and isinstance(params, PriorityParams) and params.order == "fcfs"
+            and params.wait_cap_s is None)  # (a wait cap moves ranks with time: not a settled order)
 
 
 class Settled:

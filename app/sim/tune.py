@@ -43,7 +43,10 @@ from app.sim.workload import Workload
 # to three minutes a replay that way, against a second here; a standing order at an unlimited depth
 # replays fast, its pass stopping at the last job that may start), backfill orders, predictions
 # and two time grains, all on `priority`, whose plain orders reserve the first `reservation_depth`
-# blocked jobs (order=fcfs, depth 1 is EASY).
+# blocked jobs (order=fcfs, depth 1 is EASY); and the aging term's wait cap (none, or 1 hour to 4
+# days: where it pays depends on how long the site's queue is), which ranks a job that waited it
+# first. It changes nothing under fcfs (the aged jobs go first come, first served), so `settings`
+# gives fcfs none.
 DEFAULT_SPACE: dict[str, list[Any]] = {
     "order": ["fcfs", "sjf", "f1"],
     "reservation_depth": [1, 2, 4],
@@ -51,11 +54,12 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
     "selector": ["first_fit"],
     "time_grain_s": [1, 60],
     "predicted": [False, True],
+    "wait_cap_s": [None, 3_600, 14_400, 43_200, 86_400, 172_800, 345_600],
 }
 MAX_RESERVATION_DEPTH = 16  # the largest depth a space may ask for: see DEFAULT_SPACE
 EASY = {"name": "easy", "params": {"time_grain_s": 1}}
 FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
-SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain"}
+SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain", "wait_cap_s": "cap"}
 MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_p99", "wait_max")
 GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's, p99 wait <= EASY's
 
@@ -97,7 +101,8 @@ def _value(raw: str) -> Any:
 
 
 def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
-    """Every combination of the space, as `priority` settings (deduplicated, in a stable order)."""
+    """Every combination of the space, as `priority` settings (deduplicated, in a stable order). A
+    wait cap of None, or under order=fcfs (where aging changes nothing), is left out of the block."""
     depth = max((d for d in space.get("reservation_depth", [1]) if isinstance(d, int)), default=1)
     if depth > MAX_RESERVATION_DEPTH:
         raise ValueError(f"reservation_depth {depth} is over {MAX_RESERVATION_DEPTH}: an unbounded depth "
@@ -107,6 +112,8 @@ def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
     for values in itertools.product(*(space[k] for k in keys)):
         params = dict(zip(keys, values, strict=True))
         predicted = bool(params.pop("predicted", False))
+        if params.get("wait_cap_s", 0) is None or params.get("order") == "fcfs":
+            params.pop("wait_cap_s", None)
         s = Setting({"name": "priority", "params": params}, predicted)
         out.setdefault(s.key, s)
     return list(out.values())

@@ -31,6 +31,12 @@ COMPILED = ["easy", "fcfs", F1, SJF_SJBF,
             "conservative", "conservative:time_grain_s=1", "firstfit:starvation_s=300;time_grain_s=1",
             'priority:reserve_after_wait_s=600;max_priority=3;selector="first_fit";time_grain_s=1',
             'easy:selector="least_load"']
+# the aging term: a job's rank jumps ahead once it has waited the cap (each pass reorders)
+AGED = ['priority:order=sjf;reservation_depth=1;selector="first_fit";wait_cap_s=300;time_grain_s=1',
+        'priority:order=f1;reservation_depth=2;backfill_order="sjf";selector="first_fit";wait_cap_s=60',
+        'priority:order=sjf;reservation_depth=2;selector="first_fit";wait_cap_s=0;queue_depth=3',
+        'priority:order=sjf;selector="first_fit";wait_cap_s=200;time_grain_s=1',
+        'priority:order=fcfs;selector="first_fit";wait_cap_s=30;reservation_depth=1']
 # where no memory is modelled (the evaluation selector reads free memory): `priority` at its defaults
 # (the weighted order, every blocked job reserving once it starves, the evaluation selector)
 WITHOUT_MEMORY = ["priority", 'priority:age_weight=0.5;resource_evaluation=2;time_grain_s=1',
@@ -71,6 +77,18 @@ def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload
     same_replays(w, label, predict)
 
 
+@settings(max_examples=150, deadline=None)
+@given(w=workloads(), label=st.sampled_from(AGED), predict=st.booleans())
+def test_the_compiled_replay_keeps_the_schedules_of_aged_orders(w: Workload, label: str,
+                                                                predict: bool) -> None:
+    same_replays(w, label, predict)
+
+
+@pytest.mark.parametrize("label", AGED[:2])
+def test_the_compiled_replay_keeps_the_aged_schedules_of_a_real_trace(sdsc4: Workload, label: str) -> None:
+    same_replays(sdsc4, label.replace("wait_cap_s=300", "wait_cap_s=7200"))
+
+
 @settings(max_examples=100, deadline=None)
 @given(w=workloads(), label=st.sampled_from(WITHOUT_MEMORY), predict=st.booleans())
 def test_the_compiled_replay_keeps_the_weighted_order_and_evaluation_schedules(w: Workload, label: str,
@@ -98,6 +116,7 @@ def test_the_compiled_replay_keeps_the_weighted_order_and_evaluation_schedules(w
     ('conservative:selector="least_load"', False, True),  # every node's load is 0 in a replay
     ("firstfit", False, True),  # only starving jobs reserve, from now on
     ("memory_backfill", False, False),
+    ('priority:order=sjf;selector="first_fit";wait_cap_s=3600', False, True),  # each pass reorders
 ], ids=str)
 def test_the_compiled_replay_is_used_only_where_it_is_proven(label: str, split: bool, expected: bool) -> None:
     name, pairs = policy_spec(label)

@@ -93,6 +93,7 @@ def test_the_shortlist_keeps_every_schedule_of_random_workloads(w: Workload, lab
     (F1, False, True),
     ('priority:order="sjf"', False, True),
     ("priority", False, False),  # the weighted order moves with time
+    ('priority:order="sjf";wait_cap_s=3600', False, False),  # so does an aged order
     ("conservative", False, False),  # promised slots are held for every job
     ("firstfit", False, False),  # only starving jobs reserve
     ("memory_backfill", False, False),  # a blocked job may find no node to book

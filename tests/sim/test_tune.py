@@ -21,7 +21,7 @@ from app.sim.workload import Machine, Workload, default_machine, workload
 from app.tune_cli import run_tuning
 
 SDSC = Path(__file__).parent.parent / "data" / "SDSC-SP2-1998-4.2-cln.first1500.swf"
-SMALL_SPACE = "order=fcfs,sjf;reservation_depth=1;time_grain_s=1;predicted=false"
+SMALL_SPACE = "order=fcfs,sjf;reservation_depth=1;time_grain_s=1;predicted=false;wait_cap_s=null"
 
 
 def m(bsld: float, wait: float, wait_max: float = 0.0, unstarted: float = 0.0) -> dict[str, float]:
@@ -58,9 +58,15 @@ def test_a_bad_objective_is_refused(bad: str) -> None:
 def test_the_space_is_every_combination_and_bounded() -> None:
     """The product of the dimensions, deduplicated; an unbounded reservation depth is refused."""
     settings = t.settings(t.parse_space("order=fcfs,f1;reservation_depth=1,2;predicted=false,true"))
-    assert len(settings) == 2 * 2 * 2 * 2 * 2  # order, depth, predicted; backfill_order, grain (default)
+    # depth, predicted; backfill_order, grain (default); for f1 the wait caps too (none and six),
+    # for fcfs none (aging changes nothing there)
+    assert len(settings) == 2 * 2 * 2 * 2 * (1 + 7)
     assert len({s.key for s in settings}) == len(settings)
     assert {s.policy["params"]["order"] for s in settings} == {"fcfs", "f1"}
+    caps = {s.policy["params"].get("wait_cap_s") for s in settings if s.policy["params"]["order"] == "f1"}
+    assert caps == {None, 3_600, 14_400, 43_200, 86_400, 172_800, 345_600}
+    fcfs = [s for s in settings if s.policy["params"]["order"] == "fcfs"]
+    assert all("wait_cap_s" not in s.policy["params"] for s in fcfs)
     with pytest.raises(ValueError, match="reservation_depth 1000000"):
         t.settings(t.parse_space("reservation_depth=1,1000000"))
     with pytest.raises(ValueError, match="expected key=v1,v2"):

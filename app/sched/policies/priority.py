@@ -5,6 +5,8 @@ reserved only once P reaches P_max or it has waited `reserve_after_wait_s`; unti
 jobs that fit may start, and while reservations exist they backfill into the gaps.
 `order` may replace the weighted order by fcfs, sjf or f1 (Carastan-Neto et al. 2017);
 `backfill_order=sjf` tries the jobs left once the reservations are made shortest first (EASY-SJBF).
+`wait_cap_s` adds the aging term to any order: a job that has waited that long ranks ahead of every
+job that has not, first come, first served among them (`order.aged`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 from app.sched.backfill import PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.model import Job
-from app.sched.order import ScoreAll, Scored, each, f1_score, fcfs_scores, sjf_score, weighted_score
+from app.sched.order import ScoreAll, Scored, aged, each, f1_score, fcfs_scores, sjf_score, weighted_score
 from app.sched.params import PriorityParams
 from app.sched.policies.base import BasePolicy, StandingKey, standing
 from app.sched.selectors import NodeView
@@ -33,6 +35,11 @@ class PriorityPolicy(BasePolicy):
     params: PriorityParams
 
     def scorer(self, cluster: ClusterIndex, view: NodeView) -> ScoreAll:
+        order = self._order(cluster, view)
+        cap = self.params.wait_cap_s
+        return order if cap is None else aged(order, cap)
+
+    def _order(self, cluster: ClusterIndex, view: NodeView) -> ScoreAll:
         p = self.params
         if p.order in _PLAIN_ORDERS:
             return _PLAIN_ORDERS[p.order]
@@ -47,9 +54,10 @@ class PriorityPolicy(BasePolicy):
 
     def standing_key(self) -> StandingKey | None:
         """fcfs, sjf and f1 keep a job's rank with time; the weighted order does not (the age term,
-        and the reservation threshold)."""
+        and the reservation threshold), nor any order with a wait cap (a job jumps ahead once it
+        has waited the cap)."""
         plain = _PLAIN_ORDERS.get(self.params.order)
-        return None if plain is None else standing(plain)
+        return None if plain is None or self.params.wait_cap_s is not None else standing(plain)
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         p = self.params
