@@ -513,6 +513,95 @@ def note_first(take_start: np.ndarray, room: np.ndarray, cap: np.ndarray, nodes:
                 room[r, x] = cap[r, x] - d[r, i if per_node else 0]
 
 
+@njit(cache=True, nogil=True)
+def dominance_counts(pa: np.ndarray, pb: np.ndarray, pc: np.ndarray, nb: int, nc: int, qa: np.ndarray,
+                     qb: np.ndarray, qc: np.ndarray) -> np.ndarray:
+    """Per query q, how many points p have pa[p] >= qa[q], pb[p] <= qb[q] and pc[p] <= qc[q].
+
+    `pa` and `qa` come sorted descending; pb, pc are ranks in [0, nb) and [0, nc); qb, qc are
+    limits in [-1, nb) and [-1, nc). A sweep down the first axis adds each point once to a
+    two-dimensional Fenwick tree over the other two, which answers each query in log nb x log nc:
+    O((points + queries) log^2), not points x queries."""
+    tree = np.zeros((nb + 1, nc + 1), dtype=np.int64)
+    out = np.zeros(len(qa), dtype=np.int64)
+    i = 0
+    for q in range(len(qa)):
+        while i < len(pa) and pa[i] >= qa[q]:
+            x = pb[i] + 1
+            while x <= nb:
+                y = pc[i] + 1
+                while y <= nc:
+                    tree[x, y] += 1
+                    y += y & -y
+                x += x & -x
+            i += 1
+        total = 0
+        x = qb[q] + 1
+        while x > 0:
+            y = qc[q] + 1
+            while y > 0:
+                total += tree[x, y]
+                y -= y & -y
+            x -= x & -x
+        out[q] = total
+    return out
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _meets(amounts: np.ndarray, i: int, need: np.ndarray, s: int) -> bool:
+    return amounts[0, i] >= need[0, s] and amounts[1, i] >= need[1, s] and amounts[2, i] >= need[2, s]
+
+
+@njit(cache=True, nogil=True)
+def lose_covered(free: np.ndarray, need: np.ndarray, group_of: np.ndarray, member: np.ndarray,
+                 live: np.ndarray, xs: np.ndarray, before: np.ndarray, after: np.ndarray) -> int:
+    """Per shape s still `live` with free[s] > 0, take from free[s] the nodes of `xs` in its group
+    (`member[group_of[s], x]`) that met its thresholds `need[:, s]` `before` and no longer do
+    `after` (columns per node of xs). The cells compared (shapes x nodes looked at)."""
+    cells = 0
+    for s in range(len(free)):
+        if free[s] <= 0 or not live[s]:
+            continue
+        g = group_of[s]
+        for i in range(len(xs)):
+            cells += 1
+            if member[g, xs[i]] and _meets(before, i, need, s) and not _meets(after, i, need, s):
+                free[s] -= 1
+    return cells
+
+
+@njit(cache=True, nogil=True)
+def short_before(jobs: np.ndarray, shape_of: np.ndarray, release: np.ndarray, booked: np.ndarray,
+                 take_start: np.ndarray, room: np.ndarray, seen: np.ndarray, need: np.ndarray,
+                 demand: np.ndarray, group_of: np.ndarray, member: np.ndarray, out: np.ndarray) -> int:
+    """For `jobs` (positions, grouped by shape): out[job] = how many `booked` nodes of its group meet
+    its thresholds in `seen` (free now) while their earliest booking, from take_start, starts before
+    the job's release and leaves less than its `demand` in `room`. The booked nodes looked at."""
+    looked = 0
+    until = np.empty(len(booked), dtype=np.float64)
+    lo = 0
+    while lo < len(jobs):
+        s = shape_of[jobs[lo]]
+        hi = lo
+        while hi < len(jobs) and shape_of[jobs[hi]] == s:
+            hi += 1
+        g = group_of[s]
+        k = 0
+        for x in booked:
+            looked += 1
+            if not member[g, x] or not (seen[0, x] >= need[0, s] and seen[1, x] >= need[1, s]
+                                        and seen[2, x] >= need[2, s]):
+                continue
+            if room[0, x] < demand[0, s] or room[1, x] < demand[1, s] or room[2, x] < demand[2, s]:
+                until[k] = take_start[x]
+                k += 1
+        times = np.sort(until[:k])
+        for j in range(lo, hi):
+            out[jobs[j]] = np.searchsorted(times, release[jobs[j]], side="left")
+        lo = hi
+    return looked
+
+
 def warm() -> None:
     """Compile (or load from numba's cache) every loop for the argument types `Profile` passes,
     so that no decision pays for it: node indices come writable, or read-only (the cluster index's
@@ -536,3 +625,8 @@ def warm() -> None:
         earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)
         note_first(np.full(1, INF), d.copy(), d, cols, 0.0, d, False)
     nth_smallest(np.zeros(2), 2)  # (the compiled replay's)
+    ones = np.zeros(1, dtype=np.int64)
+    dominance_counts(ones, ones, ones, 1, 1, ones, ones, ones)  # (the sure waits' counts)
+    member = np.ones((1, 1), dtype=np.bool_)
+    lose_covered(ones.copy(), d, ones, member, np.ones(1, dtype=np.bool_), ones, d, d)
+    short_before(ones, ones, np.zeros(1), ones, np.zeros(1), d, d, d, d, ones, member, ones.copy())
