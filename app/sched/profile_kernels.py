@@ -547,27 +547,32 @@ def dominance_counts(pa: np.ndarray, pb: np.ndarray, pc: np.ndarray, nb: int, nc
     return out
 
 
-@njit(cache=True, nogil=True, **NO_REFCOUNTS)
-def _meets(amounts: np.ndarray, i: int, need: np.ndarray, s: int) -> bool:
-    return amounts[0, i] >= need[0, s] and amounts[1, i] >= need[1, s] and amounts[2, i] >= need[2, s]
-
-
 @njit(cache=True, nogil=True)
-def lose_covered(free: np.ndarray, need: np.ndarray, group_of: np.ndarray, member: np.ndarray,
-                 live: np.ndarray, xs: np.ndarray, before: np.ndarray, after: np.ndarray) -> int:
-    """Per shape s still `live` with free[s] > 0, take from free[s] the nodes of `xs` in its group
-    (`member[group_of[s], x]`) that met its thresholds `need[:, s]` `before` and no longer do
-    `after` (columns per node of xs). The cells compared (shapes x nodes looked at)."""
-    cells = 0
-    for s in range(len(free)):
-        if free[s] <= 0 or not live[s]:
-            continue
-        g = group_of[s]
-        for i in range(len(xs)):
-            cells += 1
-            if member[g, xs[i]] and _meets(before, i, need, s) and not _meets(after, i, need, s):
-                free[s] -= 1
-    return cells
+def lose_covered(count: np.ndarray, need: np.ndarray, order: np.ndarray, group_start: np.ndarray,
+                 cpu_sorted: np.ndarray, member: np.ndarray, last_job: np.ndarray, pos: int, xs: np.ndarray,
+                 seen: np.ndarray, cpu: np.ndarray, mem: np.ndarray, gpu: np.ndarray) -> int:
+    """Nodes `xs` (distinct) went from `seen` (3, N) to (cpu, mem, gpu) free: per shape s with a job
+    at `pos` or later (`last_job`) and count[s] > 0, take from count[s] those of them in its group
+    that met its thresholds `need[:, s]` before and no longer do; then keep the new amounts in
+    `seen`. The shapes of group g are order[group_start[g]:group_start[g + 1]], by their cpu
+    threshold (`cpu_sorted`): only those a node's cpus met before are compared. The shapes compared."""
+    compared = 0
+    for x in xs:
+        for g in range(len(group_start) - 1):
+            if not member[g, x]:
+                continue
+            lo = group_start[g]
+            hi = lo + np.searchsorted(cpu_sorted[lo:group_start[g + 1]], seen[0, x], side="right")
+            for i in range(lo, hi):
+                s = order[i]
+                if count[s] <= 0 or last_job[s] < pos:
+                    continue
+                compared += 1
+                c, m, u = need[0, s], need[1, s], need[2, s]
+                if seen[1, x] >= m and seen[2, x] >= u and not (cpu[x] >= c and mem[x] >= m and gpu[x] >= u):
+                    count[s] -= 1
+        seen[0, x], seen[1, x], seen[2, x] = cpu[x], mem[x], gpu[x]
+    return compared
 
 
 @njit(cache=True, nogil=True)
@@ -628,5 +633,5 @@ def warm() -> None:
     ones = np.zeros(1, dtype=np.int64)
     dominance_counts(ones, ones, ones, 1, 1, ones, ones, ones)  # (the sure waits' counts)
     member = np.ones((1, 1), dtype=np.bool_)
-    lose_covered(ones.copy(), d, ones, member, np.ones(1, dtype=np.bool_), ones, d, d)
+    lose_covered(ones.copy(), d, ones, np.array([0, 1]), ones, member, ones, 0, ones, d, ones, ones, ones)
     short_before(ones, ones, np.zeros(1), ones, np.zeros(1), d, d, d, d, ones, member, ones.copy())

@@ -119,16 +119,13 @@ class SureWaits:
         took are compared, with the shapes that still have a job at `pos` or later and a node free
         (free resources only shrink in a pass, so a node that no longer meets a demand it met is one
         fewer for that shape, and no shape gains one)."""
-        if self.read == len(profile.shrunk):
-            return
-        xs = np.unique(np.concatenate(profile.shrunk[self.read:]))
+        k = self.kinds
+        cpu, mem, gpu = profile.free
+        for xs in profile.shrunk[self.read:]:  # one start's nodes each (distinct)
+            profile.rows_read += len(xs)
+            kernels.lose_covered(self.free[:-1], k.need, k.order, k.group_start, k.cpu_sorted, k.member,
+                                 k.last_job, pos, xs, self.seen, cpu, mem, gpu)
         self.read = len(profile.shrunk)
-        profile.rows_read += len(xs)
-        before = self.seen[:, xs].copy()
-        after = np.array([profile.free[r][xs] for r in range(3)], dtype=np.int64)
-        self.seen[:, xs] = after
-        k, live = self.kinds, self.kinds.last_job >= pos
-        kernels.lose_covered(self.free[:-1], k.need, k.group_of, k.member, live, xs, before, after)
 
     def count_clear(self, room: Room, full: np.ndarray, start: int) -> None:
         """Per job from `start` on in a full queue, count at most how many of the eligible nodes
@@ -185,6 +182,9 @@ class Kinds:
     demand: np.ndarray  # (3, S)
     member: np.ndarray  # (G, N) bool
     last_job: np.ndarray  # (S,) the position of the shape's last job in the pass
+    order: np.ndarray  # (S,) the shapes by group, then cpu threshold
+    group_start: np.ndarray  # (G + 1,) where each group's shapes begin in `order`
+    cpu_sorted: np.ndarray  # (S,) the cpu thresholds in `order`
 
     @classmethod
     def of(cls, shapes: Sequence[tuple[Eligible, Triple]], shape_of: np.ndarray, n_nodes: int) -> Kinds:
@@ -203,7 +203,11 @@ class Kinds:
         on = shape_of >= 0
         np.maximum.at(last_job, shape_of[on], np.flatnonzero(on))
         raw = np.array(demands, dtype=np.int64).reshape(-1, 3).T.copy()
-        return cls(eligs, group_of, _thresholds(demands), raw, member, last_job)
+        need = _thresholds(demands)
+        order = np.lexsort((need[0], group_of))
+        group_start = np.searchsorted(group_of[order], np.arange(len(eligs) + 1))
+        return cls(eligs, group_of, need, raw, member, last_job, order, group_start,
+                   np.ascontiguousarray(need[0, order]))
 
 
 NO_CHECK = np.iinfo(np.int64).min  # a threshold every amount meets: a resource not compared
