@@ -548,31 +548,42 @@ def dominance_counts(pa: np.ndarray, pb: np.ndarray, pc: np.ndarray, nb: int, nc
 
 
 @njit(cache=True, nogil=True)
-def lose_covered(count: np.ndarray, need: np.ndarray, order: np.ndarray, group_start: np.ndarray,
-                 cpu_sorted: np.ndarray, member: np.ndarray, last_job: np.ndarray, pos: int, xs: np.ndarray,
+def lose_covered(count: np.ndarray, need: np.ndarray, orders: np.ndarray, values: np.ndarray,
+                 group_start: np.ndarray, member: np.ndarray, last_job: np.ndarray, pos: int, xs: np.ndarray,
                  seen: np.ndarray, cpu: np.ndarray, mem: np.ndarray, gpu: np.ndarray) -> int:
-    """Nodes `xs` (distinct) went from `seen` (3, N) to (cpu, mem, gpu) free: per shape s with a job
-    at `pos` or later (`last_job`) and count[s] > 0, take from count[s] those of them in its group
-    that met its thresholds `need[:, s]` before and no longer do; then keep the new amounts in
-    `seen`. The shapes of group g are order[group_start[g]:group_start[g + 1]], by their cpu
-    threshold (`cpu_sorted`): only those a node's cpus met before are compared. The shapes compared."""
-    compared = 0
+    """Nodes `xs` (distinct) went from `seen` (3, N) down to (cpu, mem, gpu) free: per shape s with
+    a job at `pos` or later (`last_job`) and count[s] > 0, take from count[s] those of them in its
+    group that met its thresholds `need[:, s]` before and no longer do; then keep the new amounts in
+    `seen`. The shapes of group g sit at group_start[g]:group_start[g + 1] of `orders[r]`, by their
+    threshold on resource r (`values[r]`). A shape a node stopped meeting has, on some resource r,
+    its threshold above the new amount and at most the old one: a range of `orders[r]`; it is
+    counted on the first such r. So only the shapes in those three ranges are compared. The settled
+    shapes met there (no job left, or no node), which the caller may drop from `orders`."""
+    settled = 0
     for x in xs:
+        old = (seen[0, x], seen[1, x], seen[2, x])
+        new = (cpu[x], mem[x], gpu[x])
         for g in range(len(group_start) - 1):
             if not member[g, x]:
                 continue
-            lo = group_start[g]
-            hi = lo + np.searchsorted(cpu_sorted[lo:group_start[g + 1]], seen[0, x], side="right")
-            for i in range(lo, hi):
-                s = order[i]
-                if count[s] <= 0 or last_job[s] < pos:
-                    continue
-                compared += 1
-                c, m, u = need[0, s], need[1, s], need[2, s]
-                if seen[1, x] >= m and seen[2, x] >= u and not (cpu[x] >= c and mem[x] >= m and gpu[x] >= u):
-                    count[s] -= 1
+            lo, hi = group_start[g], group_start[g + 1]
+            for r in range(3):
+                row = values[r, lo:hi]
+                first = lo + np.searchsorted(row, new[r], side="right")
+                last = lo + np.searchsorted(row, old[r], side="right")
+                for i in range(first, last):
+                    s = orders[r, i]
+                    if count[s] <= 0 or last_job[s] < pos:
+                        settled += 1
+                        continue
+                    ok = True
+                    for q in range(3):  # below r: met now (else counted on q); above: met before
+                        if (q < r and need[q, s] > new[q]) or (q > r and need[q, s] > old[q]):
+                            ok = False
+                    if ok:
+                        count[s] -= 1
         seen[0, x], seen[1, x], seen[2, x] = cpu[x], mem[x], gpu[x]
-    return compared
+    return settled
 
 
 @njit(cache=True, nogil=True)
@@ -633,5 +644,5 @@ def warm() -> None:
     ones = np.zeros(1, dtype=np.int64)
     dominance_counts(ones, ones, ones, 1, 1, ones, ones, ones)  # (the sure waits' counts)
     member = np.ones((1, 1), dtype=np.bool_)
-    lose_covered(ones.copy(), d, ones, np.array([0, 1]), ones, member, ones, 0, ones, d, ones, ones, ones)
+    lose_covered(ones.copy(), d, d, d, np.array([0, 1]), member, ones, 0, ones, d, ones, ones, ones)
     short_before(ones, ones, np.zeros(1), ones, np.zeros(1), d, d, d, d, ones, member, ones.copy())

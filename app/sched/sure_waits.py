@@ -123,9 +123,11 @@ class SureWaits:
         cpu, mem, gpu = profile.free
         for xs in profile.shrunk[self.read:]:  # one start's nodes each (distinct)
             profile.rows_read += len(xs)
-            kernels.lose_covered(self.free[:-1], k.need, k.order, k.group_start, k.cpu_sorted, k.member,
-                                 k.last_job, pos, xs, self.seen, cpu, mem, gpu)
+            k.settled_met += kernels.lose_covered(self.free[:-1], k.need, k.orders, k.values, k.group_start,
+                                                  k.member, k.last_job, pos, xs, self.seen, cpu, mem, gpu)
         self.read = len(profile.shrunk)
+        if k.settled_met > k.orders.shape[1]:  # as many wasted looks as shapes listed: drop them
+            k.keep((self.free[:-1] > 0) & (k.last_job >= pos))
 
     def count_clear(self, room: Room, full: np.ndarray, start: int) -> None:
         """Per job from `start` on in a full queue, count at most how many of the eligible nodes
@@ -182,9 +184,10 @@ class Kinds:
     demand: np.ndarray  # (3, S)
     member: np.ndarray  # (G, N) bool
     last_job: np.ndarray  # (S,) the position of the shape's last job in the pass
-    order: np.ndarray  # (S,) the shapes by group, then cpu threshold
-    group_start: np.ndarray  # (G + 1,) where each group's shapes begin in `order`
-    cpu_sorted: np.ndarray  # (S,) the cpu thresholds in `order`
+    orders: np.ndarray  # (3, S) per resource, the shapes by group, then their threshold on it
+    values: np.ndarray  # (3, S) those thresholds, in that order
+    group_start: np.ndarray  # (G + 1,) where each group's shapes begin in `orders`
+    settled_met: int = 0  # settled shapes `update` met in `orders` since they were last made
 
     @classmethod
     def of(cls, shapes: Sequence[tuple[Eligible, Triple]], shape_of: np.ndarray, n_nodes: int) -> Kinds:
@@ -204,10 +207,24 @@ class Kinds:
         np.maximum.at(last_job, shape_of[on], np.flatnonzero(on))
         raw = np.array(demands, dtype=np.int64).reshape(-1, 3).T.copy()
         need = _thresholds(demands)
-        order = np.lexsort((need[0], group_of))
-        group_start = np.searchsorted(group_of[order], np.arange(len(eligs) + 1))
-        return cls(eligs, group_of, need, raw, member, last_job, order, group_start,
-                   np.ascontiguousarray(need[0, order]))
+        kinds = cls(eligs, group_of, need, raw, member, last_job, *_orders(need, group_of, len(eligs)))
+        return kinds
+
+    def keep(self, live: np.ndarray) -> None:
+        """List in `orders` only the shapes `live` says (a settled shape's count changes nothing
+        any more: it has no job left, or no node with its demand free, and free only shrinks)."""
+        which = np.flatnonzero(live)
+        orders, values, self.group_start = _orders(self.need[:, which], self.group_of[which], len(self.eligs))
+        self.orders, self.values = which[orders], values
+        self.settled_met = 0
+
+
+def _orders(need: np.ndarray, group_of: np.ndarray, groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per resource, the shapes (positions in `need`'s columns) by group, then threshold; those
+    thresholds; where each group begins."""
+    orders = np.array([np.lexsort((need[r], group_of)) for r in range(3)], dtype=np.int64).reshape(3, -1)
+    values = np.array([need[r, orders[r]] for r in range(3)], dtype=np.int64).reshape(3, -1)
+    return orders, values, np.searchsorted(np.sort(group_of), np.arange(groups + 1))
 
 
 NO_CHECK = np.iinfo(np.int64).min  # a threshold every amount meets: a resource not compared
