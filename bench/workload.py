@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, Window
+from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot
 
 NOW = 1_750_000_000.0
 QUEUES = (("batch", 0.50), ("long", 0.25), ("short", 0.15), ("gpu", 0.10))
@@ -101,6 +101,7 @@ def pending(n_jobs: int, seed: int = 2) -> list[Job]:
 
 def production(n_nodes: int, n_jobs: int, seed: int = 7) -> tuple[Snapshot, list[Job]]:
     """`cluster` and `pending` with overlapping partitions, maintenance windows and exclusive jobs."""
+    from app.sched.model import Window  # here: bench_against runs `cluster` under trees without it
     snap, jobs = cluster(n_nodes), pending(n_jobs)
     rng = np.random.default_rng(seed)
     names = [q for q, _ in QUEUES]

@@ -145,21 +145,20 @@ class BackfillPass:
     def _until_changed(self, jobs: Sequence[Job], pos: int, waits: SureWaits, full: np.ndarray) -> int:
         """From `pos` on, answer the sure waits at once and look at the other jobs, until the end
         or one more full queue; the position reached. A job only becomes surely waiting as the
-        pass goes on (free room shrinks, clear counts fall, queues fill), never the other way:
-        the jobs listed to look at are checked again when their turn comes, and the list is made
-        again only when a queue becomes full."""
+        pass goes on (free room shrinks, clear counts fall, queues fill), never the other way: the
+        jobs between two listed to look at stay sure, and the list is made again only when a queue
+        becomes full. The free counts are brought up to date only before a run of sure waits is
+        answered (their reasons read them), not after every start."""
         filled = self.filled
         for nxt in waits.to_look_at(full, pos):
-            if waits.sure(nxt, full):  # became sure since the list was made: free room shrank
-                continue
-            self._wait_surely(jobs, pos, nxt, waits)
-            started = len(self.out.starts)
+            if nxt > pos:
+                waits.update(self.profile, pos)
+                self._wait_surely(jobs, pos, nxt, waits)
             self._one(jobs[nxt])
             pos = nxt + 1
-            if len(self.out.starts) != started:
-                waits.update(self.profile, pos)
             if self.filled != filled:
                 return pos
+        waits.update(self.profile, pos)
         self._wait_surely(jobs, pos, len(jobs), waits)
         return len(jobs)
 

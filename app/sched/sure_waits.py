@@ -160,12 +160,6 @@ class SureWaits:
         sure &= (n > self.free[s]) | (n > self.clear[start:])
         return (np.flatnonzero(~sure) + start).tolist()
 
-    def sure(self, j: int, full: np.ndarray) -> bool:
-        """`to_look_at`'s test for the job at position j alone: whether it surely waits."""
-        s, n = int(self.shape_of[j]), int(self.nodes[j])
-        return bool(s >= 0 and full[self.queue_of[j]] and n <= self.holds_up[s]
-                    and (n > self.free[s] or n > self.clear[j]))
-
     def short_of_free(self, lo: int, hi: int) -> list[bool]:
         """For the jobs at positions lo..hi-1 (surely waiting): whether they lack free room (else
         they would delay a booking)."""
