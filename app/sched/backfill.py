@@ -31,6 +31,9 @@ HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit tog
 # answer the jobs that surely wait at once (`app.sched.sure_waits`) in a pass over at least this many
 # jobs (below, its fixed cost per pass outweighs what it saves); a huge value turns it off, for checks
 BULK_WAITS_FROM = 64
+# a run of fewer sure waits than this between two jobs looked at is looked at job by job (the same
+# answers): bringing the counts up to date for it costs more than `_one` on each
+SHORTEST_RUN = 8
 
 
 def _always(job: Job) -> bool:
@@ -151,9 +154,12 @@ class BackfillPass:
         answered (their reasons read them), not after every start."""
         filled = self.filled
         for nxt in waits.to_look_at(full, pos):
-            if nxt > pos:
+            if nxt - pos >= SHORTEST_RUN:
                 waits.update(self.profile, pos)
                 self._wait_surely(jobs, pos, nxt, waits)
+            else:  # a few: looking at each costs less than bringing the counts up to date
+                for job in jobs[pos:nxt]:
+                    self._one(job)
             self._one(jobs[nxt])
             pos = nxt + 1
             if self.filled != filled:

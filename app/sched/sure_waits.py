@@ -126,7 +126,7 @@ class SureWaits:
             k.settled_met += kernels.lose_covered(self.free[:-1], k.need, k.orders, k.values, k.group_start,
                                                   k.member, k.last_job, pos, xs, self.seen, cpu, mem, gpu)
         self.read = len(profile.shrunk)
-        if k.settled_met > k.orders.shape[1]:  # as many wasted looks as shapes listed: drop them
+        if k.settled_met > 4 * k.orders.shape[1]:  # 4 wasted looks per shape listed: drop the settled
             k.keep((self.free[:-1] > 0) & (k.last_job >= pos))
 
     def count_clear(self, room: Room, full: np.ndarray, start: int) -> None:

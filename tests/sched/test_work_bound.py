@@ -102,11 +102,13 @@ def test_count_covering_is_the_plain_count(free, need, direct) -> None:  # noqa:
 
 @pytest.mark.parametrize("policy", ["easy", "priority", "conservative"])
 @pytest.mark.parametrize("cap", [None, 150, 599])
-def test_bulk_waits_under_a_budget_decide_as_one_by_one(policy: str, cap: int | None) -> None:
+@pytest.mark.parametrize("shortest", [1, backfill.SHORTEST_RUN])
+def test_bulk_waits_under_a_budget_decide_as_one_by_one(policy: str, cap: int | None, shortest: int) -> None:
     """With a cap on the jobs looked at (or none), the pass that answers the sure waits at once
-    gives the decision of the pass that looks at each job."""
+    (every run of them, or the longer ones) gives the decision of the pass that looks at each job."""
     snap, jobs = _many_shapes(200, 300)
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0):
+    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0), \
+            mock.patch.object(backfill, "SHORTEST_RUN", shortest):
         fast = decide(snap, jobs, policy, None, Budget(max_jobs=cap))
     with mock.patch.object(backfill, "BULK_WAITS_FROM", 10**9):
         plain = decide(snap, jobs, policy, None, Budget(max_jobs=cap))
