@@ -3,11 +3,17 @@
 Four partitions of unequal size; standard, bigmem and gpu node types; ~2 % of nodes down or
 draining; running jobs filling most cores (whole-node MPI jobs and genomics-like serial or
 multithreaded, memory-hungry jobs, several per node); pending jobs mostly single-node and
-memory-heavy, some multi-node, some needing gpu or bigmem.
+memory-heavy, some multi-node, some needing gpu or bigmem (thousands of distinct shapes: memory
+demands vary per job).
+
+`production` is a second workload on top of it: a fifth of the nodes also serve another queue
+(overlapping partitions), 5 % of the nodes in maintenance windows (half under way, half starting in an
+hour), and 5 % of the jobs exclusive (whole nodes).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -93,11 +99,33 @@ def pending(n_jobs: int, seed: int = 2) -> list[Job]:
     return jobs
 
 
+def production(n_nodes: int, n_jobs: int, seed: int = 7) -> tuple[Snapshot, list[Job]]:
+    """`cluster` and `pending` with overlapping partitions, maintenance windows and exclusive jobs."""
+    from app.sched.model import Window  # here: bench_against runs `cluster` under trees without it
+    snap, jobs = cluster(n_nodes), pending(n_jobs)
+    rng = np.random.default_rng(seed)
+    names = [q for q, _ in QUEUES]
+    nodes = []
+    for n in snap.nodes:
+        other = names[int(rng.integers(len(names)))]
+        both = tuple(sorted({n.queue, other}))
+        nodes.append(replace(n, queues=both) if rng.random() < 0.2 and len(both) > 1 else n)
+    picked = rng.choice(n_nodes, n_nodes // 20, replace=False)
+    windows = []
+    for k, at in enumerate(range(0, len(picked), 50)):
+        ids = tuple(nodes[i].id for i in picked[at:at + 50])
+        start, end = (NOW - 600, NOW + 3600) if k % 2 == 0 else (NOW + 3600, NOW + 10_800)
+        windows.append(Window(f"w{k}", ids, start, end))
+    jobs = [replace(j, exclusive=True) if rng.random() < 0.05 else j for j in jobs]
+    return replace(snap, nodes=tuple(nodes), windows=tuple(windows)), jobs
+
+
 def request_body(snap: Snapshot, jobs: list[Job], policy: str) -> dict[str, Any]:
     """The same problem as the JSON body of POST /schedule."""
     return {
         "now": snap.now,
-        "nodes": [{"id": n.id, "queue": n.queue, "labels": sorted(n.labels),
+        "nodes": [{"id": n.id, "queue": n.queue, **({"queues": list(n.queues)} if n.queues else {}),
+                   "labels": sorted(n.labels),
                    "capacity": dict(zip(("cpu", "mem_mib", "gpu"), n.cap, strict=True)),
                    "allocated": dict(zip(("cpu", "mem_mib", "gpu"), n.alloc, strict=True)),
                    "cpu_load": n.cpu_load, "cpu_ghz": n.cpu_ghz, "state": n.state.value}
@@ -110,7 +138,10 @@ def request_body(snap: Snapshot, jobs: list[Job], policy: str) -> dict[str, Any]
         "pending": [{"id": j.id, "user": j.user, "queue": j.queue, "submit_time": j.submit_time,
                      "nodes": j.nodes, "cpu": j.cpu, "mem_mib": j.mem_mib, "gpu": j.gpu,
                      "walltime_s": j.walltime_s, "user_priority": j.user_priority,
-                     "queue_priority": j.queue_priority, "labels": sorted(j.labels)}
+                     "queue_priority": j.queue_priority, "labels": sorted(j.labels),
+                     **({"exclusive": True} if j.exclusive else {})}
                     for j in jobs],
+        **({"windows": [{"id": w.id, "nodes": list(w.node_ids), "start": w.start, "end": w.end}
+                        for w in snap.windows]} if snap.windows else {}),
         "policy": {"name": policy},
     }

@@ -31,6 +31,9 @@ HOLD_ALL_AT_ONCE = True  # book the promised slots in one step when they fit tog
 # answer the jobs that surely wait at once (`app.sched.sure_waits`) in a pass over at least this many
 # jobs (below, its fixed cost per pass outweighs what it saves); a huge value turns it off, for checks
 BULK_WAITS_FROM = 64
+# a run of fewer sure waits than this between two jobs looked at is looked at job by job (the same
+# answers): bringing the counts up to date for it costs more than `_one` on each
+SHORTEST_RUN = 8
 
 
 def _always(job: Job) -> bool:
@@ -135,6 +138,7 @@ class BackfillPass:
         self.out.examined |= waits.keys()
         pos, counted = 0, -1
         while pos < len(jobs):
+            waits.update(self.profile, pos)  # the jobs started since: free shrank on their nodes
             full = waits.full(self._full)
             if counted != self.filled:  # a queue became full: count the clear nodes again
                 waits.count_clear(self, full, pos)
@@ -142,25 +146,32 @@ class BackfillPass:
             pos = self._until_changed(jobs, pos, waits, full)
 
     def _until_changed(self, jobs: Sequence[Job], pos: int, waits: SureWaits, full: np.ndarray) -> int:
-        """From `pos` on, answer the sure waits at once and look at the other jobs, until the end,
-        a start (free room changed) or one more full queue; the position reached."""
-        filled, started = self.filled, len(self.out.starts)
+        """From `pos` on, answer the sure waits at once and look at the other jobs, until the end
+        or one more full queue; the position reached. A job only becomes surely waiting as the
+        pass goes on (free room shrinks, clear counts fall, queues fill), never the other way: the
+        jobs between two listed to look at stay sure, and the list is made again only when a queue
+        becomes full. The free counts are brought up to date only before a run of sure waits is
+        answered (their reasons read them), not after every start."""
+        filled = self.filled
         for nxt in waits.to_look_at(full, pos):
-            self._wait_surely(jobs, pos, nxt, waits)
+            if nxt - pos >= SHORTEST_RUN:
+                waits.update(self.profile, pos)
+                self._wait_surely(jobs, pos, nxt, waits)
+            else:  # a few: looking at each costs less than bringing the counts up to date
+                for job in jobs[pos:nxt]:
+                    self._one(job)
             self._one(jobs[nxt])
             pos = nxt + 1
-            if self.filled != filled or len(self.out.starts) != started:
-                if len(self.out.starts) != started:
-                    waits.count_free(self.profile)
+            if self.filled != filled:
                 return pos
+        waits.update(self.profile, pos)
         self._wait_surely(jobs, pos, len(jobs), waits)
         return len(jobs)
 
     def _bulk_waits(self, jobs: Sequence[Job]) -> bool:
-        """Whether `SureWaits`'s answers are `_one`'s: no promise can give room back, no job stops
-        its queue (fcfs), and the budget lets the pass look at every job."""
-        return (len(jobs) >= BULK_WAITS_FROM and not self.holds_promises
-                and not self.rules.stop_at_block and self.budget.unlimited())
+        """Whether `SureWaits`'s answers are `_one`'s: no promise can give room back and no job
+        stops its queue (fcfs)."""
+        return len(jobs) >= BULK_WAITS_FROM and not self.holds_promises and not self.rules.stop_at_block
 
     def _full(self, queue: str) -> bool:
         return self.reserved_in.get(queue, 0) >= self.depth
@@ -169,13 +180,15 @@ class BackfillPass:
         """Jobs lo..hi-1, all surely waiting, wait: for room, or blocked by a reservation."""
         if hi <= lo:
             return
-        self.budget.count(hi - lo)
+        past = lo + self.budget.grant(hi - lo)
         blocked = Reason.blocked_by_reservation, _blocked_detail(self.profile)
         short_of = {q: self.short_reasons.get(q) or self._short_reason(q) for q in waits.queues}
         pending = self.out.pending
-        for job, short in zip(jobs[lo:hi], waits.short_of_free(lo, hi), strict=True):
+        for job, short in zip(jobs[lo:past], waits.short_of_free(lo, past), strict=True):
             reason, detail = short_of[job.queue] if short else blocked
             pending.append(Pending(job.id, job.queue, reason, None, detail))
+        for job in jobs[past:hi]:  # past the budget: `_one` says so
+            self._one(job)
 
     def _hold_promises(self, jobs: Sequence[Job]) -> None:
         """Book every job's promised slot before the pass: no job planned ahead of it, and no

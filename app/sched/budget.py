@@ -72,13 +72,22 @@ class Budget:
                 self.considered += 1
         return self.hit
 
-    def unlimited(self) -> bool:
-        """Whether `check()` will let the pass look at every job (no cap, no deadline, no stop)."""
-        return self.max_jobs is None and self.deadline == INF and self.stop is _never
-
-    def count(self, jobs: int) -> None:
-        """Count `jobs` looked at in one step, as many `check()` calls would (an unlimited budget)."""
+    def grant(self, jobs: int) -> int:
+        """How many of `jobs` the pass may answer in one step (counting them): as many `check()`
+        calls would let it look at, except that the clock and the stop flag are read once for
+        all of them (answering them takes microseconds each)."""
+        if self.hit is not None or jobs <= 0:
+            return 0
+        if self.max_jobs is not None and self.considered + jobs > self.max_jobs:
+            jobs = max(self.max_jobs - self.considered, 0)
+        if self.stop():
+            self.hit = BudgetHit.stopped
+            return 0
+        if self.deadline != INF and self.clock() >= self.deadline:
+            self.hit = BudgetHit.time
+            return 0
         self.considered += jobs
+        return jobs
 
     def spent(self) -> bool:
         """Whether the time is up or a stop was asked for already (before the pass looks at any job)."""

@@ -41,6 +41,17 @@ class Eligible:
     def size(self) -> int:
         return self.sl.stop - self.sl.start if self.idx is None else len(self.idx)
 
+    def take_columns(self, arr: np.ndarray) -> np.ndarray:
+        """take() of each row of a (rows, N) array."""
+        return arr[:, self.sl] if self.idx is None else arr[:, self.idx]
+
+    def holds(self, xs: np.ndarray) -> np.ndarray:
+        """Whether each absolute node index of `xs` is eligible."""
+        if self.idx is None:
+            return (xs >= self.sl.start) & (xs < self.sl.stop)
+        at = np.minimum(np.searchsorted(self.idx, xs), max(len(self.idx) - 1, 0))
+        return self.idx[at] == xs if len(self.idx) else np.zeros(len(xs), dtype=bool)
+
 
 Held = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, end times, (3, R) amounts
 

@@ -50,19 +50,19 @@ def _cache_where_writable() -> None:
 _cache_where_writable()
 
 
-@njit(cache=True, **NO_REFCOUNTS)
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _covered(cum: np.ndarray, k: int, x: int, need: tuple[int, int, int], mem: bool, gpu: bool) -> bool:
     """Whether node x's instant k covers `need` (cpu always compared; memory, gpu if asked)."""
     return (cum[0, k, x] >= need[0] and (not mem or cum[1, k, x] >= need[1])
             and (not gpu or cum[2, k, x] >= need[2]))
 
 
-@njit(cache=True, **NO_REFCOUNTS)
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _need(d: np.ndarray, col: int) -> tuple[int, int, int]:
     return d[0, col], d[1, col], d[2, col]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def earliest(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndarray, per_node: bool,
              check: np.ndarray, walltime: float, grain: int, w: int) -> np.ndarray:
     """Per node of `cols`, the first of its first w instants from which it holds d until that
@@ -92,7 +92,7 @@ def earliest(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndarray
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndarray, per_node: bool,
                 check: np.ndarray, w: int, width: int) -> np.ndarray:
     """Per node, its first instant among the first w that covers d; when none does and w is short
@@ -112,7 +112,7 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
     return out
 
 
-@njit(cache=True, **NO_REFCOUNTS)
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
           t: float, end: float, w: int) -> bool:
     """Whether every one of node x's first w instants that overlaps [t, end) covers `need`."""
@@ -125,7 +125,7 @@ def holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int]
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
                check: np.ndarray, t: float, end: float, w: int) -> np.ndarray:
     """Per node, whether every one of its first w instants that overlaps [t, end) covers d."""
@@ -136,7 +136,7 @@ def holds_over(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndar
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
                  d: np.ndarray, per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int,
                  width: int, first_booking: np.ndarray, any_booking: bool, tries: int,
@@ -160,7 +160,7 @@ def common_start(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_tim
     return np.nan, nodes[:0]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
              d: np.ndarray, per_node: bool, check: np.ndarray, n: int, t: float, end: float, width: int,
              first_booking: np.ndarray, any_booking: bool, exact: bool, ok: np.ndarray,
@@ -179,7 +179,7 @@ def _held_at(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: 
     return _latest(nodes, node_times, ok, n, scratch)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _next_above(values: np.ndarray, t: float) -> float:
     """The smallest of `values` above t (INF if none): the candidate after t, without a sort."""
     found = INF
@@ -189,7 +189,7 @@ def _next_above(values: np.ndarray, t: float) -> float:
     return found
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.ndarray, d: np.ndarray,
          per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int, width: int,
          first_booking: np.ndarray, any_booking: bool, tries: int) -> tuple[float, np.ndarray]:
@@ -205,7 +205,7 @@ def slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, node_times: np.n
     return node_times[p], nodes[p : p + 1].copy()
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def earliest_slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
                   check: np.ndarray, n: int, walltime: float, grain: int, width: int, head: int,
                   first_booking: np.ndarray, any_booking: bool,
@@ -218,7 +218,7 @@ def earliest_slot(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.n
     return node_times, t, chosen
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _latest(nodes: np.ndarray, values: np.ndarray, ok: np.ndarray, n: int, scratch: np.ndarray) -> np.ndarray:
     """Sorted, the n of `nodes` where `ok` with the largest `values`, ties at the cut taken in
     position order (the first n of a stable sort by decreasing value, as a set): the cut found by
@@ -246,7 +246,7 @@ def _latest(nodes: np.ndarray, values: np.ndarray, ok: np.ndarray, n: int, scrat
     return out
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _bisect(times: np.ndarray, x: int, hi: int, t: float) -> int:
     """The first of node x's instants 0..hi-1 at or after t (hi if none): its instants ascend."""
     lo = 0
@@ -259,7 +259,7 @@ def _bisect(times: np.ndarray, x: int, hi: int, t: float) -> int:
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _insert(times: np.ndarray, cum: np.ndarray, x: int, m: int, t: float) -> int:
     """Add instant t (after instant 0) to node x's m instants, carrying the amounts before it, if
     it is missing; how many instants the node has then. Row m, padding, takes the shift."""
@@ -276,7 +276,7 @@ def _insert(times: np.ndarray, cum: np.ndarray, x: int, m: int, t: float) -> int
     return m + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: float, d: np.ndarray,
          per_node: bool, now: float, width: int) -> int:
     """Take d from each of `nodes` (distinct) over [t0, t1), adding the instants t0 and t1 where
@@ -303,13 +303,13 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
     return width
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def nth_smallest(times: np.ndarray, n: int) -> float:
     """`timeline.nth_smallest`."""
     return _nth(times, n, np.empty(len(times)))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _nth(values: np.ndarray, n: int, scratch: np.ndarray) -> float:
     """`nth_smallest`, selecting in `scratch` (room for every value): the n-th smallest finite
     value, INF if there are fewer (for n = 1, the least value)."""
@@ -326,7 +326,7 @@ def _nth(values: np.ndarray, n: int, scratch: np.ndarray) -> float:
     return _select(scratch, count, n - 1) if count >= n else INF
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _select(buf: np.ndarray, count: int, k: int) -> float:
     """The k-th smallest (from 0) of buf[:count], which it reorders: Hoare's selection (no NaN)."""
     lo, hi = 0, count - 1
@@ -351,7 +351,7 @@ def _select(buf: np.ndarray, count: int, k: int) -> float:
     return buf[k]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _by_bound(doubt: np.ndarray, bound: np.ndarray) -> np.ndarray:
     """`doubt` stably sorted by `bound`: a counting sort over its distinct bounds, few in a profile
     (each is one of a node's instants); past `DISTINCT_BOUNDS` of them, a stable argsort."""
@@ -380,7 +380,7 @@ def _by_bound(doubt: np.ndarray, bound: np.ndarray) -> np.ndarray:
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
                     check: np.ndarray, n: int, walltime: float, grain: int, width: int, head: int,
                     first_booking: np.ndarray, any_booking: bool) -> np.ndarray:
@@ -427,7 +427,7 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
         i, chunk = i + chunk, 2 * chunk
     return out
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.ndarray,
                 now: float) -> tuple[np.ndarray, np.ndarray]:
     """`timeline._step_matrix`: from free-now `base` (3, N) and (node, time, amount) steps, each
@@ -441,7 +441,7 @@ def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.nd
     return times, cum
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_groups(xs: np.ndarray, ts: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
     """The steps grouped by node in one counting pass, ordered by time within a node (stable):
     node x's are `by_node[offsets[x]:offsets[x + 1]]`; and the most distinct times a node has."""
@@ -474,7 +474,7 @@ def step_groups(xs: np.ndarray, ts: np.ndarray, n: int) -> tuple[np.ndarray, np.
     return offsets, by_node, most
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def step_fill(times: np.ndarray, cum: np.ndarray, k: int, base: np.ndarray, ts: np.ndarray,
               amounts: np.ndarray, offsets: np.ndarray, by_node: np.ndarray, now: float) -> None:
     """Rows 0..k-1 of the matrices from the grouped steps (`step_groups`): instant 0 `now` with
@@ -500,7 +500,7 @@ def step_fill(times: np.ndarray, cum: np.ndarray, k: int, base: np.ndarray, ts: 
                 cum[r, pad, x] = cum[r, row, x]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def note_first(take_start: np.ndarray, room: np.ndarray, cap: np.ndarray, nodes: np.ndarray, start: float,
                d: np.ndarray, per_node: bool) -> None:
     """Per node of `nodes`, keep the earliest start of a booking and what it leaves of the node's
@@ -511,6 +511,111 @@ def note_first(take_start: np.ndarray, room: np.ndarray, cap: np.ndarray, nodes:
             take_start[x] = start
             for r in range(3):
                 room[r, x] = cap[r, x] - d[r, i if per_node else 0]
+
+
+@njit(cache=True, nogil=True)
+def dominance_counts(pa: np.ndarray, pb: np.ndarray, pc: np.ndarray, nb: int, nc: int, qa: np.ndarray,
+                     qb: np.ndarray, qc: np.ndarray) -> np.ndarray:
+    """Per query q, how many points p have pa[p] >= qa[q], pb[p] <= qb[q] and pc[p] <= qc[q].
+
+    `pa` and `qa` come sorted descending; pb, pc are ranks in [0, nb) and [0, nc); qb, qc are
+    limits in [-1, nb) and [-1, nc). A sweep down the first axis adds each point once to a
+    two-dimensional Fenwick tree over the other two, which answers each query in log nb x log nc:
+    O((points + queries) log^2), not points x queries."""
+    tree = np.zeros((nb + 1, nc + 1), dtype=np.int64)
+    out = np.zeros(len(qa), dtype=np.int64)
+    i = 0
+    for q in range(len(qa)):
+        while i < len(pa) and pa[i] >= qa[q]:
+            x = pb[i] + 1
+            while x <= nb:
+                y = pc[i] + 1
+                while y <= nc:
+                    tree[x, y] += 1
+                    y += y & -y
+                x += x & -x
+            i += 1
+        total = 0
+        x = qb[q] + 1
+        while x > 0:
+            y = qc[q] + 1
+            while y > 0:
+                total += tree[x, y]
+                y -= y & -y
+            x -= x & -x
+        out[q] = total
+    return out
+
+
+@njit(cache=True, nogil=True)
+def lose_covered(count: np.ndarray, need: np.ndarray, orders: np.ndarray, values: np.ndarray,
+                 group_start: np.ndarray, member: np.ndarray, last_job: np.ndarray, pos: int, xs: np.ndarray,
+                 seen: np.ndarray, cpu: np.ndarray, mem: np.ndarray, gpu: np.ndarray) -> int:
+    """Nodes `xs` (distinct) went from `seen` (3, N) down to (cpu, mem, gpu) free: per shape s with
+    a job at `pos` or later (`last_job`) and count[s] > 0, take from count[s] those of them in its
+    group that met its thresholds `need[:, s]` before and no longer do; then keep the new amounts in
+    `seen`. The shapes of group g sit at group_start[g]:group_start[g + 1] of `orders[r]`, by their
+    threshold on resource r (`values[r]`). A shape a node stopped meeting has, on some resource r,
+    its threshold above the new amount and at most the old one: a range of `orders[r]`; it is
+    counted on the first such r. So only the shapes in those three ranges are compared. The settled
+    shapes met there (no job left, or no node), which the caller may drop from `orders`."""
+    settled = 0
+    for x in xs:
+        old = (seen[0, x], seen[1, x], seen[2, x])
+        new = (cpu[x], mem[x], gpu[x])
+        for g in range(len(group_start) - 1):
+            if not member[g, x]:
+                continue
+            lo, hi = group_start[g], group_start[g + 1]
+            for r in range(3):
+                row = values[r, lo:hi]
+                first = lo + np.searchsorted(row, new[r], side="right")
+                last = lo + np.searchsorted(row, old[r], side="right")
+                for i in range(first, last):
+                    s = orders[r, i]
+                    if count[s] <= 0 or last_job[s] < pos:
+                        settled += 1
+                        continue
+                    ok = True
+                    for q in range(3):  # below r: met now (else counted on q); above: met before
+                        if (q < r and need[q, s] > new[q]) or (q > r and need[q, s] > old[q]):
+                            ok = False
+                    if ok:
+                        count[s] -= 1
+        seen[0, x], seen[1, x], seen[2, x] = cpu[x], mem[x], gpu[x]
+    return settled
+
+
+@njit(cache=True, nogil=True)
+def short_before(jobs: np.ndarray, shape_of: np.ndarray, release: np.ndarray, booked: np.ndarray,
+                 take_start: np.ndarray, room: np.ndarray, seen: np.ndarray, need: np.ndarray,
+                 demand: np.ndarray, group_of: np.ndarray, member: np.ndarray, out: np.ndarray) -> int:
+    """For `jobs` (positions, grouped by shape): out[job] = how many `booked` nodes of its group meet
+    its thresholds in `seen` (free now) while their earliest booking, from take_start, starts before
+    the job's release and leaves less than its `demand` in `room`. The booked nodes looked at."""
+    looked = 0
+    until = np.empty(len(booked), dtype=np.float64)
+    lo = 0
+    while lo < len(jobs):
+        s = shape_of[jobs[lo]]
+        hi = lo
+        while hi < len(jobs) and shape_of[jobs[hi]] == s:
+            hi += 1
+        g = group_of[s]
+        k = 0
+        for x in booked:
+            looked += 1
+            if not member[g, x] or not (seen[0, x] >= need[0, s] and seen[1, x] >= need[1, s]
+                                        and seen[2, x] >= need[2, s]):
+                continue
+            if room[0, x] < demand[0, s] or room[1, x] < demand[1, s] or room[2, x] < demand[2, s]:
+                until[k] = take_start[x]
+                k += 1
+        times = np.sort(until[:k])
+        for j in range(lo, hi):
+            out[jobs[j]] = np.searchsorted(times, release[jobs[j]], side="left")
+        lo = hi
+    return looked
 
 
 def warm() -> None:
@@ -536,3 +641,8 @@ def warm() -> None:
         earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)
         note_first(np.full(1, INF), d.copy(), d, cols, 0.0, d, False)
     nth_smallest(np.zeros(2), 2)  # (the compiled replay's)
+    ones = np.zeros(1, dtype=np.int64)
+    dominance_counts(ones, ones, ones, 1, 1, ones, ones, ones)  # (the sure waits' counts)
+    member = np.ones((1, 1), dtype=np.bool_)
+    lose_covered(ones.copy(), d, d, d, np.array([0, 1]), member, ones, 0, ones, d, ones, ones, ones)
+    short_before(ones, ones, np.zeros(1), ones, np.zeros(1), d, d, d, d, ones, member, ones.copy())

@@ -90,11 +90,14 @@ class Profile:
         self.first_booking = np.full(n, INF)  # earliest booking start per node
         self.any_booking = False  # whether anything was booked yet (first_booking all INF until then)
         self.any_window = False  # whether a maintenance window took anything (see `block`)
+        self.shrunk: list[np.ndarray] = []  # the nodes of each start, in order: free shrank there
+        self.rows_read = 0  # node rows the pass's questions read: a measure of its work (tests)
 
     # --- questions ------------------------------------------------------------------------------
     def fits_now(self, elig: Eligible, d: Triple) -> np.ndarray:
         """Boolean over the eligible nodes: free now covers d (bookings not considered)."""
         cols = _columns(elig)
+        self.rows_read += elig.size()
         cpu, mem, gpu = self.free
         ok = cpu[cols] >= d[0]
         if d[1] > 0:
@@ -328,6 +331,7 @@ class Profile:
     # --- changes --------------------------------------------------------------------------------
     def start(self, nodes: np.ndarray, d: Demand, release: float) -> None:
         """Occupy d on each of `nodes` (distinct) from now until `release`."""
+        self.shrunk.append(nodes)
         if isinstance(d, np.ndarray):
             for r in range(3):
                 self.free[r][nodes] -= d[r]

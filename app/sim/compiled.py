@@ -47,18 +47,26 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numba import njit
+from numba.core.errors import NumbaWarning
 
 from app.sched import profile_kernels as kernels
 from app.sched.backfill import MAX_INSTANTS_TRIED
 from app.sched.params import CommonParams, FirstfitParams, PriorityParams
 from app.sched.timeline import HEAD_COLUMNS
 from app.sim.workload import Machine, SimJob, Workload
+
+# The loops release the GIL (nogil: /simulate's replay thread must not freeze the event loop beside
+# it); the progress callback inside the replay's loop runs in object mode, which takes the GIL back
+# for its call, as it should: numba's warning that such code does not run in parallel is expected.
+warnings.filterwarnings("ignore", message=".*Code running in object mode won't allow parallel execution",
+                        category=NumbaWarning)
 
 INF = math.inf
 # False and 0 as the kernels are compiled for them (a plain bool, an int64), not as literals: numba
@@ -109,7 +117,7 @@ def _weighted_is_fcfs(p: PriorityParams) -> bool:
 
 # --- the profile: `app.sched.timeline.Profile`'s matrices, built and folded by the same kernels -------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _release(end: float, now: float, grain: int) -> float:
     """`timeline.release_time`."""
     if end <= now:
@@ -117,7 +125,7 @@ def _release(end: float, now: float, grain: int) -> float:
     return np.ceil(end / grain) * grain
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run: int,
            expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, cpu: np.ndarray,
            mem: np.ndarray, times: np.ndarray, cum: np.ndarray,
@@ -153,7 +161,7 @@ def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run:
     return times, cum, width
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
     """`Profile._grow` until a fold has room for two more instants past `width`: twice the rows,
     INF instants whose amounts repeat the last row's."""
@@ -171,7 +179,7 @@ def _room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, n
     return times, cum
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _when_quiet(times: np.ndarray, node_times: np.ndarray, n: int, grain: int) -> tuple[float, np.ndarray]:
     """`BackfillPass._when_quiet` over every node: the n nodes whose profile is flat earliest (ties
     in node order), from then on; (NaN, none) when it finds nothing."""
@@ -200,7 +208,7 @@ def _when_quiet(times: np.ndarray, node_times: np.ndarray, n: int, grain: int) -
 
 # --- the pass ------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fits(free: np.ndarray, cnt_ge: np.ndarray, c: int, m: int, n: int) -> bool:
     """Whether at least n nodes have c cores (and m MiB, when asked) free now."""
     if cnt_ge[c] < n:
@@ -216,7 +224,7 @@ def _fits(free: np.ndarray, cnt_ge: np.ndarray, c: int, m: int, n: int) -> bool:
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: int, sign: int) -> None:
     """Job's share of each of `nodes` taken (sign -1) or given back (+1); `cnt_ge[v]` counts the
     nodes with at least v cores free."""
@@ -229,7 +237,7 @@ def _take(free: np.ndarray, cnt_ge: np.ndarray, nodes: np.ndarray, c: int, m: in
             cnt_ge[v] += sign
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: float, times: np.ndarray,
                  cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray,
                  holds_promises: bool, ready: bool, out: np.ndarray) -> int:
@@ -257,7 +265,7 @@ def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: 
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _surely_blocked(blocked: np.ndarray, n_blocked: int, c: int, m: int, n: int, release: float) -> bool:
     """`BackfillPass._surely_blocked`: a job of this demand with an earlier or equal release found
     fewer than n nodes clear (rows of `blocked`: c, m, release, nodes clear). Bookings only grow and
@@ -268,7 +276,7 @@ def _surely_blocked(blocked: np.ndarray, n_blocked: int, c: int, m: int, n: int,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check: np.ndarray, n: int,
             walltime: float, grain: int, first_booking: np.ndarray, any_booking: bool, head: int,
             tries: int) -> tuple[float, np.ndarray]:
@@ -305,7 +313,7 @@ def _tell(token: int, n: int) -> None:
     _LISTENERS[token](n)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
             rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
             cap: float, token: int, every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
@@ -400,7 +408,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     return backfilled, started[: counts[0]], node_off, assigned, decisions
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _told(ratios: np.ndarray, user: int, estimate: float) -> float:
     """`Predictor.told`."""
     if ratios[0, user] == 0:
@@ -409,7 +417,7 @@ def _told(ratios: np.ndarray, user: int, estimate: float) -> float:
     return min(estimate, max(1.0, estimate * total / ratios[0, user]))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _ended(ratios: np.ndarray, user: int, ratio: float) -> None:
     """`Predictor.ended`: the user's last two ratios, the older first."""
     if ratios[0, user] < 2:
@@ -419,7 +427,7 @@ def _ended(ratios: np.ndarray, user: int, ratio: float) -> None:
         ratios[1, user], ratios[2, user] = ratios[2, user], ratio
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _key(order: int, told: float, cores: int, submit: float) -> float:
     """A job's place in the order before its submit time and number (`order.rank_key` of the
     policy's score: fcfs none, sjf its told time, f1 its F1 score)."""
@@ -430,7 +438,7 @@ def _key(order: int, told: float, cores: int, submit: float) -> float:
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _queue(pending: np.ndarray, n_pend: int, j: int, real: np.ndarray) -> None:
     """Insert job j into `pending[:n_pend]`, kept in order of (key, submit time, number)."""
     at = n_pend
@@ -440,7 +448,7 @@ def _queue(pending: np.ndarray, n_pend: int, j: int, real: np.ndarray) -> None:
     pending[at] = j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _after(real: np.ndarray, p: int, j: int) -> bool:
     """Whether job p comes after job j in the order."""
     if real[KEY, p] != real[KEY, j]:
@@ -450,7 +458,7 @@ def _after(real: np.ndarray, p: int, j: int) -> bool:
     return p > j
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _drop_started(pending: np.ndarray, n_pend: int, real: np.ndarray) -> int:
     keep = 0
     for i in range(n_pend):
@@ -460,7 +468,7 @@ def _drop_started(pending: np.ndarray, n_pend: int, real: np.ndarray) -> int:
     return keep
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _any_fits(free: np.ndarray, cnt_ge: np.ndarray, pending: np.ndarray, ints: np.ndarray) -> bool:
     """`Shapes.any_fits`: some pending job finds enough nodes with its demand free now."""
     for j in pending:
@@ -470,7 +478,7 @@ def _any_fits(free: np.ndarray, cnt_ge: np.ndarray, pending: np.ndarray, ints: n
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
     """`Settled.unchanged`'s condition on the jobs that arrived since the last decision."""
     for j in fresh:
@@ -494,7 +502,7 @@ def _reserve_rule(params: CommonParams) -> np.ndarray:
     return np.array([WAITED, -INF])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _may_reserve(may: np.ndarray, now: float, submit: float) -> bool:
     """Whether a blocked job submitted at `submit` may take a reservation now (`may`: see above);
     P is computed as `order.weighted_score` computes it, operation for operation."""
@@ -504,7 +512,7 @@ def _may_reserve(may: np.ndarray, now: float, submit: float) -> bool:
     return raw >= may[3] or now - submit >= may[4]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _seen(order: np.ndarray, now: float, real: np.ndarray, ints: np.ndarray, mem_cap: int, may: np.ndarray,
           free: np.ndarray, cnt_ge: np.ndarray) -> tuple[np.ndarray, int]:
     """The jobs of `order` whose turn in the pass can be seen: the last position of one that may
@@ -530,7 +538,7 @@ def _seen(order: np.ndarray, now: float, real: np.ndarray, ints: np.ndarray, mem
     return fitting[k:], -1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _surely_stuck(free: np.ndarray, first_booking: np.ndarray, room: np.ndarray, c: int, m: int, n: int,
                   release: float) -> bool:
     """Whether fewer than n nodes pass `_first_clear`'s first tests for this demand (free now, and
@@ -546,7 +554,7 @@ def _surely_stuck(free: np.ndarray, first_booking: np.ndarray, room: np.ndarray,
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _last_to_see(at: int, order: np.ndarray, fitting: np.ndarray, n_fit: int, last_first: int, now: float,
                  real: np.ndarray, ints: np.ndarray, grain: int, free: np.ndarray, first_booking: np.ndarray,
                  room: np.ndarray) -> tuple[int, int]:
@@ -562,7 +570,7 @@ def _last_to_see(at: int, order: np.ndarray, fitting: np.ndarray, n_fit: int, la
     return n_fit, max(last_first, fitting[n_fit - 1] if n_fit else -1)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, mem_cap: int,
           rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
           cap: float, free: np.ndarray, cnt_ge: np.ndarray, expect: np.ndarray, node_off: np.ndarray,
@@ -702,7 +710,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     return times, cum, width if built else stale
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _aged_first(pending: np.ndarray, real: np.ndarray, now: float, cap: float) -> np.ndarray:
     """`order.aged`'s ranking: the jobs that have waited at least `cap` first, by submit time then
     number, then the others in their order."""
@@ -723,7 +731,7 @@ def _aged_first(pending: np.ndarray, real: np.ndarray, now: float, cap: float) -
     return np.concatenate((first, rest[:n_rest]))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _fold_waiting(waiting: np.ndarray, now: float, grain: int, from_now: int, real: np.ndarray,
                   node_off: np.ndarray, assigned: np.ndarray, promised: np.ndarray, ints: np.ndarray,
                   times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, int]:
@@ -744,7 +752,7 @@ def _fold_waiting(waiting: np.ndarray, now: float, grain: int, from_now: int, re
     return times, cum, width
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _book(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, t0: float, t1: float, c: int,
           m: int, now: float) -> int:
     """Take c cores and m MiB from each of `nodes` over [t0, t1) (give them back: negative); the
@@ -754,7 +762,7 @@ def _book(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, t0:
     return kernels.fold(times, cum, nodes, t0, t1, d, NO, now, width)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _hold_promises(now: float, order: np.ndarray, real: np.ndarray, ints: np.ndarray, node_off: np.ndarray,
                    promised: np.ndarray, held: np.ndarray, times: np.ndarray, cum: np.ndarray, width: int,
                    first_booking: np.ndarray, grain: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
@@ -779,7 +787,7 @@ def _hold_promises(now: float, order: np.ndarray, real: np.ndarray, ints: np.nda
     return times, cum, width, any_held
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _all_hold(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, c: int, m: int, t: float,
               end: float) -> bool:
     for x in nodes:

@@ -153,8 +153,8 @@ def test_a_demand_per_node_answers_as_each_nodes_own_triple(seed, n, bookings) -
 
 def _both_ways(snap: Snapshot, jobs: list[Job], name: str, params: object) -> tuple[Decision, Decision]:
     """The decision with the jobs that surely wait answered at once, and looked at one by one."""
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0):  # at any queue length
-        fast = decide(snap, jobs, name, params)
+    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0), mock.patch.object(backfill, "SHORTEST_RUN", 1):
+        fast = decide(snap, jobs, name, params)  # at any queue length, every run of sure waits at once
     with mock.patch.object(backfill, "BULK_WAITS_FROM", 10**9):
         plain = decide(snap, jobs, name, params)
     return fast, plain
