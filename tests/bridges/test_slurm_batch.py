@@ -17,7 +17,8 @@ def test_pins_and_releases_are_stdin_lines_and_blank_comments_are_not() -> None:
     """A pin, a release and an unpin fit scontrol's input; a comment with blanks (kept quoted by
     scontrol) and a program other than scontrol do not."""
     pin = Start("7", ("n1", "n2"), "batch").pin()
-    assert stdin_line(pin) == "update JobId=7 Partition=batch ReqNodeList=n1,n2 NumNodes=2-2 Comment=hpcsched:pinned"
+    assert stdin_line(pin) == ("update JobId=7 Partition=batch ReqNodeList=n1,n2 NumNodes=2-2 "
+                               "Comment=hpcsched:pinned")
     assert stdin_line(["scontrol", "release", "7,8"]) == "release 7,8"
     assert stdin_line(["scontrol", "update", "JobId=7", "ReqNodeList="]) == "update JobId=7 ReqNodeList="
     assert stdin_line(["scontrol", "update", "JobId=7", "Comment=hpcsched: a b"]) is None
