@@ -9,7 +9,8 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,6 +126,18 @@ class Site:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+@contextmanager
+def running(slurm: LocalSlurm, workdir: Path) -> Iterator[Site]:
+    """A started Slurm and its site; both stopped at the end, whatever the test did."""
+    s = Site(slurm, workdir)
+    try:
+        slurm.start()
+        yield s
+    finally:
+        s.stop()
+        slurm.stop()
 
 
 def env() -> dict[str, str]:

@@ -16,7 +16,7 @@ import pytest
 
 from app.bridges.slurm.failsafe import HANDED_BACK
 from app.bridges.slurm.read import MARK
-from tests.bridges.failsafe_site import LUA, SLACK_S, Site, marks, never_held_past, until
+from tests.bridges.failsafe_site import LUA, SLACK_S, Site, marks, never_held_past, running, until
 from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, free_ports, missing_binaries
 
 pytestmark = [pytest.mark.slow,
@@ -31,13 +31,8 @@ GRACE_S = 8
 def site(tmp_path: Path) -> Iterator[Site]:
     slurm = LocalSlurm(tmp_path, NODES, PARTITIONS, job_submit_lua=LUA, heartbeat=tmp_path / "heartbeat",
                        grace_s=GRACE_S)
-    s = Site(slurm, tmp_path)
-    try:
-        slurm.start()
+    with running(slurm, tmp_path) as s:
         yield s
-    finally:
-        s.stop()
-        slurm.stop()
 
 
 def test_bridge_killed_slurm_takes_over_and_the_bridge_adopts_it_back(site: Site) -> None:

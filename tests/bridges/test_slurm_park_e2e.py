@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from app.bridges.slurm.failsafe import HANDED_BACK
-from tests.bridges.failsafe_site import LUA, SLACK_S, Site, marks, never_held_past, until
+from tests.bridges.failsafe_site import LUA, SLACK_S, Site, marks, never_held_past, running, until
 from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries
 
 pytestmark = [pytest.mark.slow,
@@ -36,13 +36,8 @@ SLURM_ORDER = {"order": "weighted", "preset_weight": 1, "user_weight": 0, "queue
 def site(tmp_path: Path) -> Iterator[Site]:
     slurm = LocalSlurm(tmp_path, NODES, PARTITIONS, job_submit_lua=LUA, heartbeat=tmp_path / "heartbeat",
                        grace_s=GRACE_S, park="hold", priority_conf=MULTIFACTOR)
-    s = Site(slurm, tmp_path)
-    try:
-        slurm.start()
+    with running(slurm, tmp_path) as s:
         yield s
-    finally:
-        s.stop()
-        slurm.stop()
 
 
 def _blocker(site: Site, sleep: int) -> str:
