@@ -292,3 +292,14 @@ def test_hand_back_moves_parked_jobs_home() -> None:
     kinds = [c[1] if c[1] == "release" else c[3].split("=")[0] for c in runner.commands]
     assert kinds == ["release", "Partition", "AdminComment"]  # released, moved home, then re-marked
     assert {"21", "22"} <= set(done.marked)
+
+
+def test_a_cached_cluster_id_the_service_would_refuse_is_refused_at_once() -> None:
+    """`--cached` takes a cluster id by the service's name rule: a bad one stops the command before
+    any cycle, rather than every cycle failing on the service's 422."""
+    from typer.testing import CliRunner
+
+    from app.cli import cli
+
+    r = CliRunner().invoke(cli, ["slurm", "run", "--cached", "dev:c1", "--cycles", "1"])
+    assert r.exit_code == 2 and "cluster id" in r.output

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +52,7 @@ from app.bridges.slurm.runner import CommandRunner, Runner, SlurmError
 from app.bridges.slurm.service import in_process, over_http
 from app.bridges.slurm.shadow import both_plans, table
 from app.bridges.slurm.state import BridgeState, state_path
+from schemas.common import NAME_PATTERN, NAME_RULE
 
 slurm_cli = typer.Typer(add_completion=False, help=__doc__, no_args_is_help=True)
 console = terminal.console()
@@ -70,8 +72,15 @@ Conf = Annotated[str | None, typer.Option(help="slurm.conf to use (default: SLUR
 Wake = Annotated[bool, typer.Option(help="cycle early when sdiag's job counters move")]
 Poll = Annotated[float, typer.Option(help="seconds between looks at sdiag's job counters (with --wake): "
                                      "how soon a submit or a job's end starts a cycle")]
-Cached = Annotated[str | None, typer.Option("--cached", help="keep the cluster cached under this id "
-                                            "(PUT once, PATCH the changes, send only the pending jobs)")]
+def _cluster_id(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(NAME_PATTERN, value):
+        raise typer.BadParameter(f"{value!r}: a cluster id is {NAME_RULE}")
+    return value
+
+
+Cached = Annotated[str | None, typer.Option("--cached", callback=_cluster_id,
+                                            help="keep the cluster cached under this id (PUT once, PATCH "
+                                            "the changes, send only the pending jobs)")]
 Rest = Annotated[str | None, typer.Option("--slurmrestd", help="read and act through slurmrestd at this URL "
                                            "(unix:/path or http(s)://host:port); pins still use scontrol")]
 TokenFile = Annotated[Path | None, typer.Option("--token-file", help="file holding the JWT for an http(s) "
