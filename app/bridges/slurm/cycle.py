@@ -100,7 +100,7 @@ class Bridge:
         self.state.save()
         if self.heartbeat is not None and not self.dry_run:
             self.heartbeat.completed(rep.errors, decided=resp is not None)
-        self._event("cycle", cache=self.cache.last_write if self.cache else None,
+        self.event("cycle", cache=self.cache.last_write if self.cache else None,
                     timing_ms=rep.timing_ms, pending=len(view.pending), running=len(view.running),
                     skipped=view.skipped, aside=rep.aside, started=rep.started, errors=rep.errors,
                     dry_run=self.dry_run)
@@ -110,7 +110,7 @@ class Bridge:
         log.error("cycle skipped: %s", msg)
         rep.ok = False
         rep.errors.append(msg)
-        self._event("cycle_failed", error=msg)
+        self.event("cycle_failed", error=msg)
         return rep
 
     def _reconcile(self, view: SlurmView, rep: CycleReport) -> None:
@@ -121,7 +121,7 @@ class Bridge:
         todo = reconcile(view, self.state.started, self.start_bound_s)
         if todo.release_again:
             ok = self._run(release(todo.release_again), rep)
-            self._event("released_again", jobs=todo.release_again, ok=ok)
+            self.event("released_again", jobs=todo.release_again, ok=ok)
         for jid in todo.never_pinned:
             self.state.take_back(jid)
         for jid, why in todo.overdue.items():
@@ -140,7 +140,7 @@ class Bridge:
         back = view.released[jid].job
         if back is not None:
             view.pending.append(back)
-        self._event("held_again", job=jid, reason=why)
+        self.event("held_again", job=jid, reason=why)
         log.warning("job %s: %s", jid, why)
 
     def _decision(self, view: SlurmView, rep: CycleReport) -> ScheduleResponse | None:
@@ -173,12 +173,12 @@ class Bridge:
             try:
                 resp = self.decide(_validated(lambda: self.cache.request(view, self.policy)))  # type: ignore[union-attr]
             except ClusterLostError as exc:
-                self._event("cluster_lost", error=str(exc))
+                self.event("cluster_lost", error=str(exc))
                 self.cache.forget()  # type: ignore[union-attr]
                 continue
             if resp.summary.cluster_version == self.cache.version:  # type: ignore[union-attr]
                 return resp
-            self._event("stale_answer", got=resp.summary.cluster_version, want=self.cache.version)  # type: ignore[union-attr]
+            self.event("stale_answer", got=resp.summary.cluster_version, want=self.cache.version)  # type: ignore[union-attr]
             self.cache.forget()  # type: ignore[union-attr]
         raise RuntimeError("the service lost the cluster or answered from another version twice: not applied")
 
@@ -200,15 +200,15 @@ class Bridge:
         for jid, why in view.aside.items():
             self.state.explain[jid] = {"at": view.now, "reason": "set_aside", "detail": why}
         for s in resp.starts:
-            self._event("plan_start", job=s.job_id, nodes=s.node_ids, kind=s.kind.value, queue=s.queue,
+            self.event("plan_start", job=s.job_id, nodes=s.node_ids, kind=s.kind.value, queue=s.queue,
                         expected_end=s.expected_end, dry_run=self.dry_run)
         for r in resp.reservations:
-            self._event("plan_reservation", job=r.job_id, nodes=r.node_ids, start=r.start_time,
+            self.event("plan_reservation", job=r.job_id, nodes=r.node_ids, start=r.start_time,
                         end=r.end_time, dry_run=self.dry_run)
 
     def _apply(self, todo: Plan, rep: CycleReport) -> None:
         for jid, why in todo.deferred.items():
-            self._event("deferred", job=jid, reason=why)
+            self.event("deferred", job=jid, reason=why)
         fresh = [s for s in todo.starts if s.job_id not in self.state.started]
         failed = self._run_all([s.pin() for s in fresh], rep)
         pinned = [s for i, s in enumerate(fresh) if i not in failed]
@@ -236,7 +236,7 @@ class Bridge:
             for s in batch:
                 if s in done:
                     rep.started.append(s.job_id)
-                    self._event("start", job=s.job_id, nodes=list(s.nodes), partition=s.partition,
+                    self.event("start", job=s.job_id, nodes=list(s.nodes), partition=s.partition,
                                 cpus=dict(s.layout))
                 else:
                     self.state.take_back(s.job_id)
@@ -250,7 +250,7 @@ class Bridge:
         except SlurmError as exc:
             log.warning("skipped: %s", exc)
             rep.errors.append(str(exc))
-            self._event("command_failed", args=args, error=str(exc))
+            self.event("command_failed", args=args, error=str(exc))
             return False
 
     def _run_all(self, commands: list[list[str]], rep: CycleReport) -> set[int]:
@@ -263,11 +263,8 @@ class Bridge:
         for i, error in failed.items():
             log.warning("skipped: %s", error)
             rep.errors.append(error)
-            self._event("command_failed", args=commands[i], error=error)
+            self.event("command_failed", args=commands[i], error=error)
         return set(failed)
-
-    def _event(self, event: str, **data: Any) -> None:
-        self.event(event, **data)
 
     def event(self, event: str, **data: Any) -> None:
         """One JSON line in the `--log` file (when there is one)."""
@@ -299,7 +296,7 @@ class Bridge:
         waited, poll = 0.0, min(self.poll_s, interval_s)
         while waited < interval_s:
             if mark is not None and waited >= min(busy_s, interval_s) and self._counters() != mark:
-                self._event("wake", after_s=waited)
+                self.event("wake", after_s=waited)
                 return
             sleep(poll)
             waited += poll

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from app.bridges.slurm.apply import BRIDGE_PINS, COMMENT_PREFIX
+from app.bridges.slurm.apply import BRIDGE_PINS, COMMENT_PREFIX, release
 from app.bridges.slurm.read import HANDED_BACK, MARK, job_records, parked
 from app.bridges.slurm.runner import Runner, SlurmError
 
@@ -179,9 +179,9 @@ class Controlled:
     parked: dict[str, list[str]] = field(default_factory=dict)  # parked, by the partitions they asked
 
     @classmethod
-    def of(cls, jobs_json: str) -> Controlled:
+    def of(cls, jobs_text: str) -> Controlled:
         out = cls()
-        for j in job_records(jobs_json):
+        for j in job_records(jobs_text):
             if j.get("job_state") == "PENDING":
                 out.add(j)
         return out
@@ -235,10 +235,6 @@ def hand_back(runner: Runner, proceed: Callable[[], bool] = lambda: True) -> Han
 
 def unpin(ids: list[str]) -> list[str]:
     return ["scontrol", "update", f"JobId={','.join(ids)}", "ReqNodeList=", f"Comment={HANDED_BACK_COMMENT}"]
-
-
-def release(ids: list[str]) -> list[str]:
-    return ["scontrol", "release", ",".join(ids)]
 
 
 def unpark(home: str, ids: list[str]) -> list[str]:

@@ -99,13 +99,13 @@ class CommandRunner:
     compact: bool = True
     details: dict[str, tuple[tuple[bool, int], str]] = field(default_factory=dict)
 
+    def _env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return dict(os.environ, **(extra or {}), **({"SLURM_CONF": self.conf} if self.conf else {}))
+
     def _call(self, args: list[str], stdin: str | None = None, extra: dict[str, str] | None = None) -> str:
-        env = dict(os.environ, **(extra or {}))
-        if self.conf:
-            env["SLURM_CONF"] = self.conf
         try:
-            out = subprocess.run(args, env=env, capture_output=True, text=True, timeout=self.timeout_s,
-                                 input=stdin)
+            out = subprocess.run(args, env=self._env(extra), capture_output=True, text=True,
+                                 timeout=self.timeout_s, input=stdin)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SlurmError(f"{args[0]}: {exc}") from exc
         if out.returncode != 0 and stdin is None:
@@ -168,9 +168,8 @@ class CommandRunner:
 
     def _fed(self, commands: list[list[str]], batch: list[int]) -> dict[int, str]:
         text = "".join(stdin_line(commands[i]) + "\n" for i in batch)  # type: ignore[operator]
-        env = dict(os.environ, **({"SLURM_CONF": self.conf} if self.conf else {}))
         try:
-            out = subprocess.run(["scontrol"], input=text + "quit\n", env=env, capture_output=True,
+            out = subprocess.run(["scontrol"], input=text + "quit\n", env=self._env(), capture_output=True,
                                  text=True, timeout=self.timeout_s + len(batch) * 0.5)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return {i: f"scontrol (fed {len(batch)} commands): {exc}" for i in batch}
