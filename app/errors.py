@@ -7,6 +7,7 @@ SchedError                    base, never raised directly
 ├── VersionConflictError      409  stale If-Match
 │   └── ClusterBehindError    409  If-Match ahead of the cache: it lost acknowledged changes (PUT again)
 ├── PayloadTooLargeError      413  body over Settings.max_body_bytes
+├── ReplayTooLongError        422  a POST /simulate replay ran past Settings.sim_max_seconds
 ├── UnsupportedMediaTypeError 415  a body that is not declared JSON
 ├── StoreUnavailableError     503  the cache store cannot be reached
 └── StoppingError             503  the service is shutting down (or the client left) before deciding
@@ -62,6 +63,8 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "no_group": (422, "a task no resource group can run"),
     "bad_split": (422, "the queues' node counts do not add up to the machine's"),
     "swf_syntax": (422, "a line of the SWF trace that cannot be read"),
+    "replay_too_long": (422, "a POST /simulate replay ran past HPCSCHED_SIM_MAX_SECONDS and was stopped "
+                        "(nothing measured): replay fewer jobs, or use `hpcsched simulate`"),
 }
 
 
@@ -124,6 +127,13 @@ class ClusterBehindError(VersionConflictError):
 
     type = "cluster_behind"
     loc = ("header", "if-match")
+
+
+class ReplayTooLongError(SchedError):
+    """A POST /simulate replay ran past its time cap: stopped, so its worker thread is free again."""
+
+    type = "replay_too_long"
+    loc = ("body",)
 
 
 class StoppingError(SchedError):

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote
@@ -20,13 +22,20 @@ from app.convert import (
 )
 from app.convert_dag import DagLimits, plan_to_wire, problem_from_wire
 from app.convert_sim import result_to_wire, workload_from_wire
-from app.errors import ClusterUnknownError, NotFoundError, StoppingError, StoreUnavailableError
+from app.errors import (
+    ClusterUnknownError,
+    NotFoundError,
+    ReplayTooLongError,
+    StoppingError,
+    StoreUnavailableError,
+)
 from app.sched.budget import Budget
 from app.sched.model import Job, Snapshot
 from app.sched.narrow import NarrowRules, narrow
 from app.sched.registry import decide
 from app.sched.registry import plan_dag as run_planner
 from app.sim.replay import replay
+from app.sim.stop import ReplayStopped, StopFlag
 from app.store.changes import apply_patch
 from app.store.index import ClusterCache, IndexSource, Keys
 from app.store.kv import MemoryKv, Tx
@@ -195,16 +204,67 @@ def get_plan(store: PlanStore, plan_id: str, tenant: str = "public") -> DagPlanR
     return DagPlanResponse.model_validate_json(body)
 
 
-def simulate(req: SimulateRequest, max_jobs: int, parse_ms: float = 0.0) -> SimulateResponse:
-    """Replay a small trace through the scheduling core and measure the schedule."""
+@dataclass(frozen=True, slots=True)
+class SimLimits:
+    """The operator's ceiling on a POST /simulate replay (settings)."""
+
+    max_jobs: int = 20_000
+    max_seconds: float = float("inf")
+
+
+STOP_POLL_S = 0.1  # how often a replay's watcher looks at `stop()` and the time cap
+
+
+def simulate(req: SimulateRequest, limits: SimLimits, parse_ms: float = 0.0,
+             stop: Callable[[], bool] = lambda: False) -> SimulateResponse:
+    """Replay a small trace through the scheduling core and measure the schedule. The replay stops
+    before its next decision once `stop()` turns true (the client left, the service is shutting
+    down: 503 `stopping`) or it has run `limits.max_seconds` (422 `replay_too_long`)."""
     t0 = time.perf_counter()
-    w, name, params = workload_from_wire(req, max_jobs)
+    w, name, params = workload_from_wire(req, limits.max_jobs)
     t1 = time.perf_counter()
-    result = replay(w, name, params, predict=req.predict_runtimes)
+    flag = StopFlag()
+    try:
+        with _watched(flag, stop, limits.max_seconds):
+            result = replay(w, name, params, predict=req.predict_runtimes, stop=flag)
+    except ReplayStopped as exc:
+        if exc.reason == "time":
+            raise ReplayTooLongError(
+                f"the replay ran past {limits.max_seconds:g} s (HPCSCHED_SIM_MAX_SECONDS) and was stopped "
+                f"after {exc.started} of {exc.jobs} jobs had started: replay fewer jobs, or the whole "
+                "trace with the `hpcsched simulate` command") from exc
+        raise StoppingError("the replay was stopped: the client left or the service is shutting down; "
+                            "ask again") from exc
     t2 = time.perf_counter()
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "replay": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())
     return result_to_wire(w, result, timing)
+
+
+@contextmanager
+def _watched(flag: StopFlag, stop: Callable[[], bool], max_seconds: float) -> Iterator[None]:
+    """While the block runs, a thread sets `flag` once `stop()` is true ("stopped") or `max_seconds`
+    have passed ("time")."""
+    done = threading.Event()
+    deadline = time.monotonic() + max_seconds
+
+    def watch() -> None:
+        while not done.wait(STOP_POLL_S):
+            if stop():
+                flag.set("stopped")
+            elif time.monotonic() > deadline:
+                flag.set("time")
+            else:
+                continue
+            return
+
+    watcher = threading.Thread(target=watch, name="replay-watch", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
 
 
 def _key(tenant: str, name: str) -> str:

@@ -24,6 +24,9 @@ class Settings(BaseSettings):
         "(CORS, e.g. a portal calling /dag/plan); none by default")
     plan_ttl_s: int = Field(3600, ge=1, description="how long GET /dag/plan/{id} finds a plan")
     sim_max_jobs: int = Field(20_000, ge=1, description="POST /simulate refuses longer traces")
+    sim_max_seconds: float = Field(
+        60.0, gt=0, description="seconds a POST /simulate replay may run; past them it is stopped and "
+        "the request answered 422 `replay_too_long` (the `hpcsched simulate` command has no cap)")
     dag_max_tasks: int = Field(20_000, ge=1, description="larger workflows get 422")
     dag_max_cells: int = Field(
         4_000_000, ge=1, description="tasks × groups above this get 422 (the planners keep matrices of it)")

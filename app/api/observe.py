@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
@@ -38,6 +38,12 @@ class Metrics:
         self.budget_hits = Counter(
             "hpcsched_decision_budget_hits_total", "POST /schedule decisions ended early, by the limit hit "
             "(time, jobs; stopped: shutting down or the client left)", ["limit"], registry=self.registry)
+        self.replays_running = Gauge("hpcsched_replays_running", "POST /simulate replays under way",
+                                     registry=self.registry)
+        self.replays_stopped = Counter(
+            "hpcsched_replays_stopped_total", "POST /simulate replays stopped before their end, by reason "
+            "(time: past HPCSCHED_SIM_MAX_SECONDS; stopped: the client left or the service is shutting down)",
+            ["reason"], registry=self.registry)
         self.cache = Counter("hpcsched_cache_requests_total", "Cache lookups by cache and result",
                              ["cache", "result"], registry=self.registry)
 

@@ -60,6 +60,7 @@ from app.sched import profile_kernels as kernels
 from app.sched.backfill import MAX_INSTANTS_TRIED
 from app.sched.params import CommonParams, FirstfitParams, PriorityParams
 from app.sched.timeline import HEAD_COLUMNS
+from app.sim.stop import ReplayStopped, StopFlag
 from app.sim.workload import Machine, SimJob, Workload
 
 # The loops release the GIL (nogil: /simulate's replay thread must not freeze the event loop beside
@@ -316,10 +317,12 @@ def _tell(token: int, n: int) -> None:
 @njit(cache=True, nogil=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
             rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
-            cap: float, token: int, every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+            cap: float, token: int, every: int,
+            stop: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
-    Each time `every` more jobs have started (0: never), `_tell(token, how many)`.
+    Each time `every` more jobs have started (0: never), `_tell(token, how many)`. It stops before
+    the next decision once another thread sets `stop[0]` (`app.sim.stop.StopFlag`).
 
     It keeps: `free` (2, N), cores and MiB free now per node; `cnt_ge[v]`, the nodes with at least
     v cores free; `expect[j]`, a running job's expected end; `assigned[node_off[j]:node_off[j + 1]]`,
@@ -391,13 +394,15 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
             continue
         if settled_on and settled and n_pend > n_fresh and _all_short(fresh[:n_fresh], ints, cnt_ge[1]):
             continue
+        if stop[0]:
+            break
         decisions += 1
         settled, n_fresh = True, 0
         before = counts[0]
         times, cum, stale = _pass(now, pending[:n_pend], real, ints, mem_cap, rules, may, cap, free, cnt_ge,
                                   expect,
                                   node_off, assigned, running, run_at, counts, backfilled, started, ends,
-                                  overdue, times, cum, stale, first_booking, room, out, promised, held)
+                                  overdue, times, cum, stale, first_booking, room, out, promised, held, stop)
         if counts[0] > before:
             n_pend = _drop_started(pending, n_pend, real)
             if every and counts[0] - reported >= every:
@@ -578,7 +583,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
           backfilled: np.ndarray, started: np.ndarray, ends: list[tuple[float, int]],
           overdue: list[tuple[float, int]], times: np.ndarray, cum: np.ndarray, stale: int,
           first_booking: np.ndarray, room: np.ndarray, out: np.ndarray, promised: np.ndarray,
-          held: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+          held: np.ndarray, stop: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """One decision at `now`: the pass over the pending jobs (in order), each start applied at once
     (free room, running jobs, their ends), each first reservation recorded. The profile is built,
     when a job reserves, into the buffers `times`, `cum` (returned, grown if they had to; and the
@@ -587,7 +592,8 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     `conservative` (`keep_promises`), each job's last reservation (`PROMISE`, `promised`) is booked
     for it first, where it still holds (`held`), and given back at its turn
     (`BackfillPass._hold_promises`). `cap`: the wait cap (INF: none), whose aged jobs go first
-    (`_aged_first`)."""
+    (`_aged_first`). Once `stop[0]` is set (by another thread) it looks at no further job: the replay
+    is being stopped, and its result thrown away."""
     grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises, from_now = rules
     n_nodes, cores = free.shape[1], len(cnt_ge) - 1
     width, built, n_reserved = 0, False, 0  # (bookings are the reservations made)
@@ -616,6 +622,8 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                                                            times, cum, width, first_booking, grain)
     for rnd in range(2):
         for at in range(len(order)):
+            if stop[0]:
+                break
             j = order[at]
             if rnd == 0 and bf_sjf and (n_left > 0 or n_reserved >= depth):
                 left[n_left] = j
@@ -813,12 +821,14 @@ class Schedule:
 
 
 def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, settled_on: bool,
-             reservations: bool = True, progress: Callable[[int], None] | None = None) -> Schedule:
+             reservations: bool = True, progress: Callable[[int], None] | None = None,
+             stop: StopFlag | None = None) -> Schedule:
     """Replay `w` under a policy that `applies` admits (see the module's docstring). `reservations`
     False: no first reservation is recorded (`reserved` all NaN). The loop is told every job already
     has one, so no job's first reservation is one the pass must still reach: outside `conservative`
     it stops after the last job that may start (`_seen`), with the same starts. `progress(n)` is
-    told as the replay goes (every hundredth of the jobs started, and the rest at the end)."""
+    told as the replay goes (every hundredth of the jobs started, and the rest at the end). `stop`
+    set by another thread: the loop stops before its next decision, and this raises `ReplayStopped`."""
     jobs, m = w.jobs, w.machine
     users = {u: k for k, u in enumerate(dict.fromkeys(j.user for j in jobs))}
     real = np.full((9, len(jobs)), np.nan)
@@ -848,9 +858,12 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     try:
         backfilled, started, node_off, assigned, decisions = _replay(
             real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node),
-            rules, may, cap, token, max(1, len(jobs) // 100) if progress else 0)
+            rules, may, cap, token, max(1, len(jobs) // 100) if progress else 0,
+            (stop or StopFlag()).cell)
     finally:
         del _LISTENERS[token]
+    if stop is not None and stop.is_set():
+        raise ReplayStopped(stop.reason, len(started), len(jobs))
     if progress and len(started) > heard[0]:
         progress(len(started) - heard[0])
     reserved = real[RESERVED] if reservations else np.full(len(jobs), np.nan)

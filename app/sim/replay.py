@@ -38,6 +38,7 @@ from app.sched.registry import POLICIES, decide
 from app.sim import compiled as fast
 from app.sim.settled import Settled, applies
 from app.sim.shortlist import Shortlist, standing_key
+from app.sim.stop import ReplayStopped, StopFlag
 from app.sim.workload import SimJob, Workload
 
 QUEUE = "default"
@@ -305,7 +306,7 @@ class _Replay:
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False,
            incremental: bool = True, shortlist: bool = True, compiled: bool = True,
-           reservations: bool = True) -> ReplayResult:
+           reservations: bool = True, stop: StopFlag | None = None) -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started (by the
     compiled replay, each time a hundredth of the jobs more have). `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
@@ -317,21 +318,24 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     `reservations`: record each job's first reservation (False: `reserved_start` stays None, for
     callers that read only the schedule, such as a tuning sweep; the schedule is the same, and the
     compiled replay of a policy whose starving jobs all reserve at every decision, `firstfit` or
-    the weighted order, then skips the reservations no start depends on)."""
+    the weighted order, then skips the reservations no start depends on). `stop`: a flag another
+    thread may set (`app.sim.stop`); the replay then stops before its next decision and raises
+    `ReplayStopped`."""
     if params is None and policy in POLICIES:
         params = POLICIES[policy][0]()
     if compiled and shortlist and params is not None and fast.applies(w, policy, params):
-        return _run_compiled(w, policy, params, predict, incremental, reservations, progress)
+        return _run_compiled(w, policy, params, predict, incremental, reservations, progress, stop)
     with rare_collections():
         r = _Replay(w, policy, params, predict, incremental, shortlist, reservations)
-        return _run(r, w, progress, predict)
+        return _run(r, w, progress, predict, stop)
 
 
 def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool, incremental: bool,
-                  reservations: bool, progress: Callable[[int], None] | None) -> ReplayResult:
+                  reservations: bool, progress: Callable[[int], None] | None,
+                  stop: StopFlag | None) -> ReplayResult:
     """`_run`'s result, from the compiled replay."""
     s = fast.schedule(w, policy, params, predict, incremental and applies(w, policy, params, predict),
-                      reservations, progress)
+                      reservations, progress, stop)
     ids = Cluster(w).cols.ids  # node positions as the core orders them (by id)
     records = []
     for j in s.order.tolist():
@@ -344,7 +348,8 @@ def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool,
     return ReplayResult(records, unstarted, s.decisions, _notes(w, predict, unstarted), reservations)
 
 
-def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool) -> ReplayResult:
+def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool,
+         stop: StopFlag | None = None) -> ReplayResult:
     arrivals = w.jobs
     nxt = 0
     while nxt < len(arrivals) or r.ends:
@@ -354,6 +359,8 @@ def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predic
         while nxt < len(arrivals) and arrivals[nxt].submit <= now:
             r.arrive(arrivals[nxt])
             nxt += 1
+        if stop is not None and stop.is_set():
+            raise ReplayStopped(stop.reason, len(r.records), len(arrivals))
         decision = r.ask(now)
         if decision is None:
             continue
