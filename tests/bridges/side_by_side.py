@@ -305,7 +305,7 @@ def dependency_broken(side: Side) -> list[str]:
 
 def figures(side: Side, s: Slice) -> dict[str, Any]:
     """Waits (StartTime - SubmitTime) and bounded slowdown of the slice's jobs (array tasks each
-    one), whole seconds; the bridge's submit-to-release from its log."""
+    one), whole seconds; the bridge's submit-to-release, cycles and longest decision from its log."""
     rs = side.trace_records()
     waits = [r.ran.start - r.submit for r in rs]
     runs = [r.ran.end - r.ran.start for r in rs]
@@ -320,6 +320,9 @@ def figures(side: Side, s: Slice) -> dict[str, Any]:
         submit = {r.name: r.submit for r in rs}
         rel = [e["t"] - submit[e["job"]] for e in side.events if e["event"] == "start" and e["job"] in submit]
         row["median_release_s"] = statistics.median(rel) if rel else None
+        cycles = [e["timing_ms"] for e in side.events if e["event"] == "cycle"]
+        row["cycles"] = len(cycles)
+        row["max_decide_ms"] = max((c.get("decide", 0.0) for c in cycles), default=None)
     return row
 
 
