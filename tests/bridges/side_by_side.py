@@ -41,6 +41,7 @@ MAINT_NODE = "n8"
 # a job's start inside its submit or release RPC: the same on both sides
 SCHED = "bf_interval=1,batch_sched_delay=0"
 TAU_S = 10.0  # bounded slowdown's threshold, in trace seconds
+DEPENDS_BACK = 3  # the dependent job waits on the job this many places before it in the slice
 
 
 @dataclass(frozen=True)
@@ -85,11 +86,12 @@ def jobs_of(s: Slice) -> list[Job]:
 
 
 def _special(trace: list[Any]) -> dict[int, str]:
-    """The slice's place of each special job: two exclusive, one array, one dependent (on the job
-    three places before it)."""
+    """The slice's place of each special job (small ones, past the first ten): two exclusive, one
+    array, one dependent on the job DEPENDS_BACK places before it (never the array)."""
     small = [i for i, j in enumerate(trace) if j.procs <= 8 and i >= 10]
-    return {small[0]: "exclusive", small[len(small) // 2]: "exclusive", small[2]: "array",
-            small[len(small) // 3]: "dependent"}
+    out = {small[0]: "exclusive", small[len(small) // 2]: "exclusive", small[2]: "array"}
+    dep = next(i for i in small[len(small) // 3:] if i not in out and out.get(i - DEPENDS_BACK) != "array")
+    return {**out, dep: "dependent"}
 
 
 def _shape(i: int, tasks: int, kind: str) -> tuple[str, ...]:
@@ -192,7 +194,8 @@ def _replay(site: Site, side: Side, s: Slice) -> None:
         time.sleep(max(0.0, t0 + j.at_s - time.monotonic()))
         args = j.args
         if j.kind == "dependent":
-            args += (f"--dependency=afterok:{side.names[j.index - 3][0]}",)
+            (on,) = side.names[j.index - DEPENDS_BACK]
+            args += (f"--dependency=afterok:{on}",)
         jid = _sbatch(site, args, j.sleep_s)
         side.names[j.index] = [f"{jid}_{t}" for t in range(4)] if j.kind == "array" else [jid]
         if j.index == 0:
@@ -294,7 +297,7 @@ def not_alone(side: Side) -> list[str]:
 def dependency_broken(side: Side) -> list[str]:
     """The dependent job, unless it started after the job it waits on completed."""
     (dep,) = side.named("dependent")
-    first = next(j.index for j in side.jobs if j.kind == "dependent") - 3
+    first = next(j.index for j in side.jobs if j.kind == "dependent") - DEPENDS_BACK
     (on,) = side.names[first]
     d, o = side.records[dep].ran, side.records[on].ran
     ok = o.state == "COMPLETED" and d.start >= o.end
