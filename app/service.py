@@ -49,6 +49,16 @@ from schemas.simulate import SimulateRequest, SimulateResponse
 ANSWER_S_PER_JOB = 10e-6  # writing a pending job's answer and priority (~2 s for 200,000 jobs)
 
 
+def warm_decisions() -> None:
+    """The decision's compiled loops made ready (compiled, or loaded from numba's cache) before the
+    first decision needs them: the service does it at start, the Slurm bridge with the service in
+    process before its first cycle (else a decision stops for a second or more per loop it loads,
+    a minute on a cold cache, while jobs wait)."""
+    from app.sched import profile_kernels
+
+    profile_kernels.warm()
+
+
 @dataclass(frozen=True, slots=True)
 class DecisionLimits:
     """The operator's ceiling on a decision's work (settings); a request may ask for less."""

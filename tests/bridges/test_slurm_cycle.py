@@ -238,3 +238,21 @@ def test_shadow_mode_logs_both_plans(tmp_path: Path) -> None:
     assert "now on" in plans[first]["hpcsched"]
     assert plans["99999"] == {"hpcsched": "-", "slurm": "N/A (null) (Priority)"}
     assert {p.job_id for p in rep.response.pending} <= set(plans)
+
+
+def test_in_process_service_is_warmed_before_the_first_cycle(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hpcsched slurm run` with the service in process readies the decision's compiled loops
+    before its first cycle (a queue's first decision once stopped 1-2 s per loop loaded, 38 s on a
+    cold cache, while jobs waited: tests/bridges/test_slurm_side_by_side.py); over HTTP it is the
+    service's own business."""
+    from app.bridges.slurm import cli
+    from app.bridges.slurm.service import InProcess
+
+    warmed: list[InProcess] = []
+    monkeypatch.setattr(InProcess, "warm", lambda self: warmed.append(self))
+    args = (None, False, "easy", None, tmp_path / "s.json", None, RecordedRunner(recorded.text()))
+    bridge = cli._bridge(None, *args)
+    assert warmed == [bridge.decide]
+    cli._bridge("http://127.0.0.1:9", *args).decide.close()  # type: ignore[attr-defined]
+    assert len(warmed) == 1

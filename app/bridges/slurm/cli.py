@@ -49,7 +49,7 @@ from app.bridges.slurm.failsafe import (
 from app.bridges.slurm.reconcile import START_BOUND_S
 from app.bridges.slurm.rest import RestReader, RestRunner, connect
 from app.bridges.slurm.runner import CommandRunner, Runner, SlurmError
-from app.bridges.slurm.service import in_process, over_http
+from app.bridges.slurm.service import InProcess, in_process, over_http
 from app.bridges.slurm.shadow import both_plans, table
 from app.bridges.slurm.state import BridgeState, state_path
 from schemas.common import NAME_PATTERN, NAME_RULE
@@ -111,10 +111,17 @@ def _bridge(url: str | None, api_key: str | None, dry_run: bool, policy: str, pa
             state: Path | None, events: Path | None, runner: Runner, cached: str | None = None,
             start_bound: float = START_BOUND_S) -> Bridge:
     spec: dict[str, Any] = {"name": policy, **({"params": json.loads(params)} if params else {})}
-    service = over_http(url, api_key) if url else in_process()
+    service = over_http(url, api_key) if url else _warmed(in_process())
     cache = CachedCluster(service, cached) if cached else None
     return Bridge(runner, service, BridgeState.load(state_path(state)), spec, dry_run, events, cache,
                   start_bound)
+
+
+def _warmed(service: InProcess) -> InProcess:
+    """The service in process, its decision's compiled loops ready before the first cycle (as the
+    service readies them at start): not a queue's first decision stopped for seconds meanwhile."""
+    service.warm()
+    return service
 
 
 def _show(bridge: Bridge, rep: CycleReport) -> None:

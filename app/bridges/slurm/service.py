@@ -37,6 +37,12 @@ class InProcess:
 
         self.clusters = ClusterCache(MemoryKv())
 
+    def warm(self) -> None:
+        """Ready the decision's compiled loops now, not in the first decision (`warm_decisions`)."""
+        from app import service
+
+        service.warm_decisions()
+
     def __call__(self, req: ScheduleRequest) -> ScheduleResponse:
         from app import service
         from app.errors import ClusterUnknownError, InputError
