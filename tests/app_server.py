@@ -15,6 +15,8 @@ from app.main import create_app
 from app.settings import Settings
 from tests.redis_server import free_port
 
+STARTUP_S = 300
+
 
 @contextmanager
 def served(app: Any = None, log_level: str = "warning") -> Iterator[str]:
@@ -24,9 +26,13 @@ def served(app: Any = None, log_level: str = "warning") -> Iterator[str]:
                                            host="127.0.0.1", port=port, log_level=log_level))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
+    # the app warms its compiled loops before it listens: a minute or more on a cold numba cache
+    deadline = time.monotonic() + STARTUP_S
+    while not server.started and thread.is_alive() and time.monotonic() < deadline:
         time.sleep(0.02)
+    if not server.started:
+        server.should_exit = True
+        raise RuntimeError(f"the test server did not start within {STARTUP_S} s")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
