@@ -15,10 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.bridges.slurm.layout import layout
-from app.bridges.slurm.read import SlurmView
+from app.bridges.slurm.read import COMMENT_PREFIX, PINNED, STARTED, SlurmView
 from schemas.schedule import PendingOut, ReservationOut, ScheduleResponse, StartOut
-
-COMMENT_PREFIX = "hpcsched: "
 
 
 @dataclass(frozen=True)
@@ -34,13 +32,6 @@ class Start:
         return ["scontrol", "update", f"JobId={self.job_id}", f"Partition={self.partition}",
                 f"ReqNodeList={','.join(self.nodes)}", f"NumNodes={len(self.nodes)}-{len(self.nodes)}",
                 f"Comment={PINNED}"]
-
-
-STARTED = f"{COMMENT_PREFIX}started by hpcsched on the nodes it chose"
-# the pin's own comment (no blank: scontrol's input keeps quotes), until `started` replaces it; a
-# hand-back unpins exactly the jobs commented one or the other, never a user's own node list
-PINNED = "hpcsched:pinned"
-BRIDGE_PINS = (PINNED, f"{COMMENT_PREFIX}started")
 
 
 def started(job_ids: list[str]) -> list[Comment]:

@@ -126,19 +126,29 @@ class Bridge:
             self.state.take_back(jid)
         for jid, why in todo.overdue.items():
             self._hold_again(view, jid, why, rep)
+        self._unpin_left(view, rep)
         self.hook("reconciled")
+
+    def _unpin_left(self, view: SlurmView, rep: CycleReport) -> None:
+        """Held jobs left on a pin the bridge never released (`read.left_pinned`): unpinned, then
+        decided with the rest; one that cannot be unpinned waits for the next cycle."""
+        for jid in view.left_pinned:
+            ok = self._run(unpin(jid), rep)
+            self.event("unpinned", job=jid, ok=ok)
+            if not ok:
+                view.pending = [p for p in view.pending if p["id"] != jid]
 
     def _hold_again(self, view: SlurmView, jid: str, why: str, rep: CycleReport) -> None:
         """Hold, unpin, then forget the release (so a kill in between leaves it released again, or
         decided again, never stuck); its nodes are freed in this view and it is decided again."""
         if not self._run(hold(jid), rep):
             return
-        self._run(unpin(jid), rep)
+        unpinned = self._run(unpin(jid), rep)
         self.state.take_back(jid, why)
         self.state.save()
         view.running = [r for r in view.running if r["id"] != jid]
         back = view.released[jid].job
-        if back is not None:
+        if back is not None and unpinned:  # still pinned: next cycle's read finds it `left_pinned`
             view.pending.append(back)
         self.event("held_again", job=jid, reason=why)
         log.warning("job %s: %s", jid, why)
