@@ -66,6 +66,7 @@ class LocalSlurm:
     scheduler: str = "sched/backfill"
     sched_params: str = "bf_interval=5"
     jwt: bool = False  # also accept JWTs (AuthAltTypes=auth/jwt, key in the temp dir): `token()`
+    extra_conf: tuple[str, ...] = ()  # more slurm.conf lines (`Licenses=lic:1`, accounting, ...)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[IO[bytes]] = field(default_factory=list)
 
@@ -91,6 +92,22 @@ class LocalSlurm:
         for n in self.nodes:
             self._spawn("slurmd", "-D", "-N", n.name)
         self._wait(self._all_idle, timeout_s, "slurmd nodes idle")
+
+    def stop_controller(self, kill: bool = True) -> None:
+        """slurmctld stopped (`kill -9`, or `scontrol shutdown slurmctld`), the slurmds left running."""
+        ctld = self.procs[1]
+        if kill:
+            ctld.send_signal(signal.SIGKILL)
+        else:
+            self.run("scontrol", "shutdown", "slurmctld")
+        ctld.wait(timeout=60)
+
+    def start_controller(self, timeout_s: float = 90) -> None:
+        """slurmctld started again on the same slurm.conf and StateSaveLocation (it recovers its
+        jobs from there), in the stopped one's place."""
+        self._spawn("slurmctld", "-D")
+        self.procs[1] = self.procs.pop()
+        self._wait(lambda: self.run("scontrol", "ping", check=False).find("UP") >= 0, timeout_s, "slurmctld")
 
     def start_rest(self, listen: str, auth: str = "rest_auth/local", timeout_s: float = 30) -> None:
         """A slurmrestd of this cluster listening on `listen` (`unix:/path` in the temp dir, or
@@ -192,7 +209,7 @@ class LocalSlurm:
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "ReturnToService=2", "MinJobAge=3600", "InactiveLimit=0", "KillWait=2",
             "SlurmctldTimeout=30", "SlurmdTimeout=60", "MessageTimeout=20",
-            f"SchedulerParameters={self.sched_params}", *self.priority_conf,
+            f"SchedulerParameters={self.sched_params}", *self.priority_conf, *self.extra_conf,
         ]
         if self.jwt:
             key = r / "jwt.key"

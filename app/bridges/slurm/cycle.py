@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from app.bridges.slurm.apply import Plan, Start, plan, release, started
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.failsafe import Heartbeat
-from app.bridges.slurm.read import SlurmView, read
+from app.bridges.slurm.read import SlurmView, priority_factors, read
 from app.bridges.slurm.reconcile import START_BOUND_S, hold, reconcile, refused_jobs, unpin
 from app.bridges.slurm.runner import Runner, SlurmError
 from app.bridges.slurm.sane import set_aside
@@ -35,6 +35,7 @@ log = logging.getLogger("hpcsched.slurm")
 RELEASE_BATCH = 200
 RETRIES = 3
 POLL_S = 0.25  # how often the loop looks at Slurm's job counters between cycles
+FACTORS_EVERY = 6  # cycles between two reads of parked jobs' priority factors (`sprio`)
 EMPTY = ScheduleResponse.model_construct(starts=[], reservations=[], migrations=[], pending=[], priorities=[])
 
 
@@ -72,6 +73,9 @@ class Bridge:
     hook: Callable[[str], None] = lambda step: None
     heartbeat: Heartbeat | None = None  # beaten after each completed cycle (not in shadow mode)
     poll_s: float = POLL_S
+    factors_every: int = FACTORS_EVERY  # 0: never read Slurm's priority factors
+    factors: dict[str, dict[str, float]] = field(default_factory=dict)
+    factors_age: int = -1  # cycles since `factors` were read (-1: never)
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures (`hook`,
@@ -85,6 +89,7 @@ class Bridge:
             self.hook("read")
             t1 = time.perf_counter()
             self._reconcile(view, rep)
+            self._with_factors(view)
             resp = self._decision(view, rep) if view.pending else None
             t2 = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 - a cycle never dies: log, skip, start fresh next time
@@ -137,6 +142,26 @@ class Bridge:
             self.event("unpinned", job=jid, ok=ok)
             if not ok:
                 view.pending = [p for p in view.pending if p["id"] != jid]
+
+    def _with_factors(self, view: SlurmView) -> None:
+        """Each parked job's priority factors as Slurm weighed them (`sprio`: age, fairshare, job
+        size, partition, QOS, nice), read at most once every `factors_every` cycles and only while
+        jobs are parked; a failed read keeps the last ones (the total priority is read every cycle)."""
+        if not view.parked or self.factors_every <= 0:
+            return
+        if self.factors_age < 0 or self.factors_age >= self.factors_every - 1:
+            try:
+                self.factors = priority_factors(self.runner.priority_factors())
+                self.factors_age = 0
+            except SlurmError as exc:
+                self.event("factors_failed", error=str(exc))
+                self.factors_age = 0
+        else:
+            self.factors_age += 1
+        parked = set(view.parked)
+        for p in view.pending:
+            if p["id"] in parked and p["id"] in self.factors:
+                p["priority_factors"] = self.factors[p["id"]]
 
     def _hold_again(self, view: SlurmView, jid: str, why: str, rep: CycleReport) -> None:
         """Hold, unpin, then forget the release (so a kill in between leaves it released again, or

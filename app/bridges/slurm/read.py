@@ -99,6 +99,7 @@ class SlurmView:
     # held jobs still on a pin of the bridge's that it never released (its release failed, or it
     # stopped between pin and release): unpinned, then decided again
     left_pinned: list[str] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)  # pending jobs the recipe parked (Slurm ranks them)
 
     def free_cpus(self) -> dict[str, int]:
         """Each up node's CPUs that no running (or released) job holds; 0 on a node not up."""
@@ -223,6 +224,8 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: 
             return
         if stale:
             view.left_pinned.append(jid)
+        if parked(j):
+            view.parked.append(jid)
 
 
 def left_pinned(j: dict[str, Any]) -> bool:
@@ -427,6 +430,30 @@ def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
     # no memory asked: Slurm gives the job each node's whole memory (DefMemPerNode unset)
     job["exclusive"] = j.get("shared") == "none" or not (per_node or per_cpu)
     return job
+
+
+# sprio's weighted factors (22.05 has no `sprio --json`): format letter -> the factor's name
+SPRIO_FACTORS = (("S", "site"), ("A", "age"), ("B", "assoc"), ("F", "fairshare"), ("J", "jobsize"),
+                 ("P", "partition"), ("Q", "qos"), ("N", "nice"))
+SPRIO = ["sprio", "-h", "-o", " ".join(["%i", "%Y", *(f"%{c}" for c, _ in SPRIO_FACTORS)])]
+
+
+def priority_factors(text: str) -> dict[str, dict[str, float]]:
+    """`SPRIO`'s lines as job id -> {factor: weighted value} (Slurm's priority is their sum, nice
+    taken off); a job listed once per partition keeps its first line, a line that does not parse
+    is left out."""
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        bits = line.split()
+        if len(bits) != 2 + len(SPRIO_FACTORS) or bits[0] in out:
+            continue
+        try:
+            values = [float(b) for b in bits[1:]]  # the total too: a line of numbers or nothing
+        except ValueError:
+            continue
+        if all(math.isfinite(v) for v in values):
+            out[bits[0]] = {name: v for (_, name), v in zip(SPRIO_FACTORS, values[1:], strict=True)}
+    return out
 
 
 def windows(text: str) -> list[dict[str, Any]]:
