@@ -231,7 +231,8 @@ class Bridge:
             self.state.explain[r.job_id] = {
                 **self.state.explain.get(r.job_id, {}), "at": view.now, "reason": "reserved",
                 "reserved_start": r.start_time, "reserved_nodes": r.node_ids, "queue": r.queue,
-                "priority": f.priority if f else None, "rank": f.rank if f else None}
+                "priority": f.priority if f else None, "rank": f.rank if f else None,
+                "factors": f.factors if f else {}}
         for jid, why in view.aside.items():
             self.state.explain[jid] = {"at": view.now, "reason": "set_aside", "detail": why}
         for s in resp.starts:

@@ -294,10 +294,11 @@ def parking(jobs: list[dict[str, Any]]) -> set[str]:
 
 def unmapped(j: dict[str, Any]) -> str:
     """What a job asks that the wire cannot say ("" when nothing): such a job is left held, and
-    the reason logged, rather than started with part of its request dropped."""
-    for key, what in (("het_job_id", "heterogeneous job"), ("licenses", "licenses"),
-                      ("required_nodes", "a node list"), ("excluded_nodes", "excluded nodes"),
-                      ("resv_name", "a reservation")):
+    the reason logged, rather than started with part of its request dropped. Licences are not in
+    it: Slurm counts them itself, a released job waits on its pin for one, and `--start-bound`
+    holds it again and decides it again if the wait is long."""
+    for key, what in (("het_job_id", "heterogeneous job"), ("required_nodes", "a node list"),
+                      ("excluded_nodes", "excluded nodes"), ("resv_name", "a reservation")):
         if j.get(key):
             return f"asks for {what} ({j[key]}): not mapped, left held"
     return ""
