@@ -249,9 +249,10 @@ class Bridge:
         failed = self._run_all([s.pin() for s in fresh], rep)
         pinned = [s for i, s in enumerate(fresh) if i not in failed]
         self.hook("pinned")
+        notes = dict(self.state.held_again)  # the release forgets them: kept for the comments
         self._release(pinned, rep)
         self._run_all([c for m in todo.moves for c in m.commands()] +
-                      [c for t in todo.comments + started(rep.started) for c in t.commands()], rep)
+                      [c for t in todo.comments + started(rep.started, notes) for c in t.commands()], rep)
         self.hook("applied")
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:
