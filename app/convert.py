@@ -225,6 +225,12 @@ def params_from_wire(policy: object) -> tuple[str, core_params.CommonParams]:
     return name, _PARAMS[name](**fields)
 
 
+def _with_parts(factors: dict[str, float], parts: dict[str, float] | None) -> dict[str, float]:
+    if not parts:
+        return factors
+    return {**factors, **{f"preset_{k}": v for k, v in parts.items()}}
+
+
 def decision_to_wire(d: Decision, policy: str, timing_ms: dict[str, float],
                      budget: Budget | None = None) -> ScheduleResponse:
     """The wire answer, validated: `decision_dict` checked against ScheduleResponse."""
@@ -232,11 +238,14 @@ def decision_to_wire(d: Decision, policy: str, timing_ms: dict[str, float],
 
 
 def decision_dict(d: Decision, policy: str, timing_ms: dict[str, float],
-                  budget: Budget | None = None, cluster_version: int | None = None) -> dict[str, Any]:
+                  budget: Budget | None = None, cluster_version: int | None = None,
+                  preset_parts: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
     """The wire answer as plain JSON data, exactly what ScheduleResponse dumps (tested): the route
     serializes this directly, since building and checking models for a decision over 10^5 pending
-    jobs (2·10^5 records) took longer than the decision's whole budget."""
+    jobs (2·10^5 records) took longer than the decision's whole budget. `preset_parts`: each job's
+    `priority_factors` as sent, added to its factors as `preset_<name>`."""
     s = d.summary
+    parts = preset_parts or {}
     return {
         "starts": [{"job_id": x.job_id, "node_ids": list(x.node_ids), "kind": x.kind.value,
                     "queue": x.queue, "expected_end": x.expected_end} for x in d.starts],
@@ -246,8 +255,8 @@ def decision_dict(d: Decision, policy: str, timing_ms: dict[str, float],
                         "reason": m.reason, "figures": m.figures} for m in d.migrations],
         "pending": [{"job_id": p.job_id, "queue": p.queue, "reason": p.reason.value,
                      "estimated_start": p.estimated_start, "detail": p.detail} for p in d.pending],
-        "priorities": [{"job_id": p.job_id, "priority": p.priority, "rank": p.rank, "factors": p.factors}
-                       for p in d.priorities],
+        "priorities": [{"job_id": p.job_id, "priority": p.priority, "rank": p.rank,
+                        "factors": _with_parts(p.factors, parts.get(p.job_id))} for p in d.priorities],
         "summary": {
             "policy": policy, "started": s.started, "backfilled": s.backfilled, "reserved": s.reserved,
             "migrated": s.migrated, "pending": s.pending, "not_evaluated": s.not_evaluated,

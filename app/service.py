@@ -129,7 +129,8 @@ def schedule_data(req: ScheduleRequest, parse_ms: float = 0.0, clusters: Cluster
     timing = {"parse": parse_ms, "validate": (t1 - t0) * 1e3, "schedule": (t2 - t1) * 1e3}
     timing["total"] = sum(timing.values())
     return decision_dict(decision, name, timing, budget,
-                         version if req.cluster_id is not None else None)
+                         version if req.cluster_id is not None else None,
+                         {p.id: p.priority_factors for p in req.pending if p.priority_factors})
 
 
 def _needs(clusters: ClusterCache | None) -> ClusterCache:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -23,6 +23,9 @@ from schemas.common import (
 )
 from schemas.policies import EasyPolicy, PolicySpec
 
+MAX_FACTORS = 16
+FactorName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+
 
 class PendingJobIn(Strict):
     id: str = Field(..., min_length=1)
@@ -41,6 +44,11 @@ class PendingJobIn(Strict):
     exclusive: bool = Field(False, description="whole nodes: only an idle node holds it, and it "
                             "takes every cpu, all memory and every gpu of each node it gets")
     priority: float = Field(0.0, description="preset priority Y agreed with the administrator")
+    priority_factors: dict[FactorName, float] = Field(
+        default_factory=dict, max_length=MAX_FACTORS,
+        description="the parts the preset `priority` is made of, as the resource manager weighed them "
+        "(Slurm's `sprio`: age, fairshare, jobsize, partition, qos, nice, ...); shown in "
+        "`priorities[].factors` as `preset_<name>`, never used in the order (`priority` is)")
     user_priority: float = 0.0
     queue_priority: float = 0.0
     vip: bool = False

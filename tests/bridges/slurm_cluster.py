@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -66,6 +67,11 @@ class LocalSlurm:
     scheduler: str = "sched/backfill"
     sched_params: str = "bf_interval=5"
     jwt: bool = False  # also accept JWTs (AuthAltTypes=auth/jwt, key in the temp dir): `token()`
+    extra_conf: tuple[str, ...] = ()  # more slurm.conf lines (`Licenses=lic:1`, ...)
+    accounting: tuple[str, ...] = ("AccountingStorageType=accounting_storage/none",)
+    # run after munged and slurm.conf, before slurmctld (a slurmdbd the controller registers with)
+    before_controller: Callable[[LocalSlurm], None] | None = None
+    ctld: int = -1  # slurmctld's index in `procs` (-1: not started)
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     logs: list[IO[bytes]] = field(default_factory=list)
 
@@ -86,11 +92,30 @@ class LocalSlurm:
         self.root.mkdir(parents=True, exist_ok=True)
         self._start_munge()
         self._write_conf()
+        if self.before_controller is not None:
+            self.before_controller(self)
+        self.ctld = len(self.procs)
         self._spawn("slurmctld", "-D", "-i")
         self._wait(lambda: self.run("scontrol", "ping", check=False).find("UP") >= 0, timeout_s, "slurmctld")
         for n in self.nodes:
             self._spawn("slurmd", "-D", "-N", n.name)
         self._wait(self._all_idle, timeout_s, "slurmd nodes idle")
+
+    def stop_controller(self, kill: bool = True) -> None:
+        """slurmctld stopped (`kill -9`, or `scontrol shutdown slurmctld`), the slurmds left running."""
+        ctld = self.procs[self.ctld]
+        if kill:
+            ctld.send_signal(signal.SIGKILL)
+        else:
+            self.run("scontrol", "shutdown", "slurmctld")
+        ctld.wait(timeout=60)
+
+    def start_controller(self, timeout_s: float = 90) -> None:
+        """slurmctld started again on the same slurm.conf and StateSaveLocation (it recovers its
+        jobs from there), in the stopped one's place."""
+        self._spawn("slurmctld", "-D")
+        self.procs[self.ctld] = self.procs.pop()
+        self._wait(lambda: self.run("scontrol", "ping", check=False).find("UP") >= 0, timeout_s, "slurmctld")
 
     def start_rest(self, listen: str, auth: str = "rest_auth/local", timeout_s: float = 30) -> None:
         """A slurmrestd of this cluster listening on `listen` (`unix:/path` in the temp dir, or
@@ -114,7 +139,10 @@ class LocalSlurm:
         return out.strip().removeprefix("SLURM_JWT=")
 
     def stop(self) -> None:
-        self._cancel_jobs()
+        try:
+            self._cancel_jobs()
+        except (RuntimeError, subprocess.TimeoutExpired):
+            pass  # a controller that does not answer: its daemons are stopped all the same
         for p in reversed(self.procs):
             if p.poll() is None:
                 p.send_signal(signal.SIGTERM)
@@ -132,12 +160,19 @@ class LocalSlurm:
     def _cancel_jobs(self, timeout_s: float = 20) -> None:
         """Cancel every job and wait until none runs: a batch job still running when its slurmd
         stops would leave its slurmstepd and script behind (a benchmark's `sleep 3600`)."""
-        if not self.procs or any(p.poll() is not None for p in self.procs[:2]):
+        if self.ctld < 0 or any(p.poll() is not None for p in self.procs[:self.ctld + 1]):
             return  # munged or slurmctld gone: nothing to ask
         self.run("scancel", "-u", getpass.getuser(), check=False)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.run("squeue", "-h", "-t", "R,CG", check=False).strip():
             time.sleep(0.5)
+
+    def spawn(self, *args: str, extra: dict[str, str] | None = None) -> None:
+        """A process of this cluster (its output in the temp dir), stopped with the rest."""
+        self._spawn(*args, extra=extra)
+
+    def wait_for(self, ok: Callable[[], bool], timeout_s: float, what: str) -> None:
+        self._wait(ok, timeout_s, what)
 
     def _spawn(self, *args: str, extra: dict[str, str] | None = None) -> None:
         log = open(self.root / f"{args[0]}-{len(self.procs)}.out", "wb")  # noqa: SIM115
@@ -187,12 +222,12 @@ class LocalSlurm:
             f"SlurmdPidFile={r}/slurmd.%n.pid", f"SlurmdSpoolDir={r}/spool.%n",
             f"SlurmdLogFile={r}/slurmd.%n.log", "SlurmdParameters=config_overrides",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
-            "JobAcctGatherType=jobacct_gather/none", "AccountingStorageType=accounting_storage/none",
+            "JobAcctGatherType=jobacct_gather/none", *self.accounting,
             "JobCompType=jobcomp/none", f"SchedulerType={self.scheduler}",
             "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "ReturnToService=2", "MinJobAge=3600", "InactiveLimit=0", "KillWait=2",
             "SlurmctldTimeout=30", "SlurmdTimeout=60", "MessageTimeout=20",
-            f"SchedulerParameters={self.sched_params}", *self.priority_conf,
+            f"SchedulerParameters={self.sched_params}", *self.priority_conf, *self.extra_conf,
         ]
         if self.jwt:
             key = r / "jwt.key"

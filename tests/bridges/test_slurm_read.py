@@ -143,9 +143,9 @@ def test_unlimited_walltime_is_bounded() -> None:
 
 
 @pytest.mark.parametrize("key, value", [
-    ("het_job_id", 7), ("licenses", "matlab:1"), ("required_nodes", "n3"),
+    ("het_job_id", 7), ("required_nodes", "n3"),
     ("excluded_nodes", "n1"), ("resv_name", "root_1"),
-], ids=["heterogeneous", "licenses", "nodelist", "exclude", "reservation"])
+], ids=["heterogeneous", "nodelist", "exclude", "reservation"])
 def test_unmappable_requests_stay_held(key: str, value: object) -> None:
     """A job asking what the wire cannot say is skipped with a reason, never sent half-read."""
     jobs = json.loads(recorded.text().jobs)
@@ -155,6 +155,18 @@ def test_unmappable_requests_stay_held(key: str, value: object) -> None:
     view = read(replace(recorded.text(), jobs=json.dumps(jobs)), recorded.started())
     assert "5" not in {p["id"] for p in view.pending}
     assert "not mapped" in view.skipped["5"]
+
+
+def test_a_licensed_job_is_sent_its_licences_left_to_slurm() -> None:
+    """Licences are Slurm's to count: a job asking one is decided like any other (were it left
+    held it would never run); a release that waits on a licence is held again after
+    --start-bound (tests/bridges/test_slurm_outages.py)."""
+    jobs = json.loads(recorded.text().jobs)
+    for j in jobs["jobs"]:
+        if str(j["job_id"]) == "5":
+            j["licenses"] = "matlab:1"
+    view = read(replace(recorded.text(), jobs=json.dumps(jobs)), recorded.started())
+    assert "5" in {p["id"] for p in view.pending} and "5" not in view.skipped
 
 
 def test_an_array_is_one_pending_job_per_task() -> None:

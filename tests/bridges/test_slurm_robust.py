@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.layout import block_fill
-from app.bridges.slurm.read import Ask, SlurmText
+from app.bridges.slurm.read import PINNED, Ask, SlurmText
 from app.bridges.slurm.runner import RecordedRunner
 from app.bridges.slurm.service import InProcess, in_process
 from app.bridges.slurm.state import BridgeState, state_path
@@ -173,13 +173,43 @@ def test_an_overdue_release_is_held_again_unpinned_and_decided_again(tmp_path: P
 
 
 def test_a_fresh_release_is_left_to_start(tmp_path: Path) -> None:
-    """Within the bound a released, pending job is left alone and holds its nodes."""
+    """Within the bound a released, pending job on up nodes is left alone and holds its nodes."""
     def waiting(jobs: Jobs) -> None:
-        job(jobs, 5).update(required_nodes="n6", priority=1000, state_reason="Resources")
+        job(jobs, 5).update(required_nodes="n7", priority=1000, state_reason="Resources")
     b = bridge(tmp_path, edited(waiting), {"5": recorded.NOW - 10}, start_bound_s=60)
     rep = b.cycle()
     assert rep.ok and not [c for c in b.runner.commands if c[1] == "hold"]  # type: ignore[attr-defined]
     assert "5" in b.state.started
+
+
+def test_a_fresh_release_on_a_drained_node_is_held_again_at_once(tmp_path: Path) -> None:
+    """A release whose pinned node is drained (n6 in the recording) is not left to the bound:
+    Slurm will not start it there, so it is held, unpinned and decided again in this cycle."""
+    def waiting(jobs: Jobs) -> None:
+        job(jobs, 5).update(required_nodes="n6", priority=1000, state_reason="ReqNodeNotAvail")
+    b = bridge(tmp_path, edited(waiting), {"5": recorded.NOW - 10}, start_bound_s=60)
+    rep = b.cycle()
+    cmds = b.runner.commands  # type: ignore[attr-defined]
+    assert cmds[:2] == [["scontrol", "hold", "5"], ["scontrol", "update", "JobId=5", "ReqNodeList="]]
+    assert "n6 went down or drained" in b.state.held_again["5"]
+    assert rep.ok and "5" not in b.state.started
+    assert not any(s.job_id == "5" and "n6" in s.node_ids for s in rep.response.starts)  # type: ignore[union-attr]
+
+
+def test_a_pin_never_released_is_unpinned_and_decided_again(tmp_path: Path) -> None:
+    """A held, marked job on the bridge's pin that the bridge does not count released (the
+    controller went down between its pin and its release) is unpinned and decided again, not
+    left held as if its user had asked for the nodes; a user's own node list stays untouched."""
+    def left(jobs: Jobs) -> None:
+        job(jobs, 5).update(required_nodes="n6", comment=PINNED)
+        job(jobs, 6).update(required_nodes="n7", comment="")
+    b = bridge(tmp_path, edited(left), {})
+    rep = b.cycle()
+    cmds = b.runner.commands  # type: ignore[attr-defined]
+    assert ["scontrol", "update", "JobId=5", "ReqNodeList="] in cmds
+    assert not [c for c in cmds if "JobId=6" in c or c[-1] == "6"]
+    assert rep.ok and any(p["id"] == "5" for p in rep.view.pending)  # type: ignore[union-attr]
+    assert "6" in rep.view.skipped and "node list" in rep.view.skipped["6"]  # type: ignore[union-attr]
 
 
 # --- the cycle's steps, stopped where a kill would stop them --------------------------------------

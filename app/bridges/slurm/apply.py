@@ -15,10 +15,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.bridges.slurm.layout import layout
-from app.bridges.slurm.read import SlurmView
+from app.bridges.slurm.read import COMMENT_PREFIX, PINNED, STARTED, SlurmView
 from schemas.schedule import PendingOut, ReservationOut, ScheduleResponse, StartOut
-
-COMMENT_PREFIX = "hpcsched: "
 
 
 @dataclass(frozen=True)
@@ -36,17 +34,14 @@ class Start:
                 f"Comment={PINNED}"]
 
 
-STARTED = f"{COMMENT_PREFIX}started by hpcsched on the nodes it chose"
-# the pin's own comment (no blank: scontrol's input keeps quotes), until `started` replaces it; a
-# hand-back unpins exactly the jobs commented one or the other, never a user's own node list
-PINNED = "hpcsched:pinned"
-BRIDGE_PINS = (PINNED, f"{COMMENT_PREFIX}started")
-
-
-def started(job_ids: list[str]) -> list[Comment]:
+def started(job_ids: list[str], notes: dict[str, str] | None = None) -> list[Comment]:
     """The comment of the jobs a cycle released: one text, so one command per 100 jobs (their
-    nodes are Slurm's own NodeList)."""
-    return [Comment(tuple(job_ids[i:i + 100]), STARTED) for i in range(0, len(job_ids), 100)]
+    nodes are Slurm's own NodeList); a job with a note (why the bridge held it again before this
+    release) gets the note after it, in a command of its own."""
+    notes = notes or {}
+    plain = [j for j in job_ids if j not in notes]
+    return [Comment(tuple(plain[i:i + 100]), STARTED) for i in range(0, len(plain), 100)] + \
+        [Comment((j,), f"{STARTED}; {notes[j]}") for j in job_ids if j in notes]
 
 
 def release(job_ids: list[str]) -> list[str]:

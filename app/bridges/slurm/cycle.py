@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from app.bridges.slurm.apply import Plan, Start, plan, release, started
 from app.bridges.slurm.cached import CachedCluster
 from app.bridges.slurm.failsafe import Heartbeat
-from app.bridges.slurm.read import SlurmView, read
+from app.bridges.slurm.read import SlurmView, priority_factors, read
 from app.bridges.slurm.reconcile import START_BOUND_S, hold, reconcile, refused_jobs, unpin
 from app.bridges.slurm.runner import Runner, SlurmError
 from app.bridges.slurm.sane import set_aside
@@ -35,6 +35,7 @@ log = logging.getLogger("hpcsched.slurm")
 RELEASE_BATCH = 200
 RETRIES = 3
 POLL_S = 0.25  # how often the loop looks at Slurm's job counters between cycles
+FACTORS_EVERY = 6  # cycles between two reads of parked jobs' priority factors (`sprio`)
 EMPTY = ScheduleResponse.model_construct(starts=[], reservations=[], migrations=[], pending=[], priorities=[])
 
 
@@ -72,6 +73,9 @@ class Bridge:
     hook: Callable[[str], None] = lambda step: None
     heartbeat: Heartbeat | None = None  # beaten after each completed cycle (not in shadow mode)
     poll_s: float = POLL_S
+    factors_every: int = FACTORS_EVERY  # 0: never read Slurm's priority factors
+    factors: dict[str, dict[str, float]] = field(default_factory=dict)
+    factors_age: int = -1  # cycles since `factors` were read (-1: never)
 
     def cycle(self) -> CycleReport:
         """One read-decide-apply round; never raises for Slurm's or the service's failures (`hook`,
@@ -85,6 +89,7 @@ class Bridge:
             self.hook("read")
             t1 = time.perf_counter()
             self._reconcile(view, rep)
+            self._with_factors(view)
             resp = self._decision(view, rep) if view.pending else None
             t2 = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 - a cycle never dies: log, skip, start fresh next time
@@ -126,19 +131,49 @@ class Bridge:
             self.state.take_back(jid)
         for jid, why in todo.overdue.items():
             self._hold_again(view, jid, why, rep)
+        self._unpin_left(view, rep)
         self.hook("reconciled")
+
+    def _unpin_left(self, view: SlurmView, rep: CycleReport) -> None:
+        """Held jobs left on a pin the bridge never released (`read.left_pinned`): unpinned, then
+        decided with the rest; one that cannot be unpinned waits for the next cycle."""
+        for jid in view.left_pinned:
+            ok = self._run(unpin(jid), rep)
+            self.event("unpinned", job=jid, ok=ok)
+            if not ok:
+                view.pending = [p for p in view.pending if p["id"] != jid]
+
+    def _with_factors(self, view: SlurmView) -> None:
+        """Each parked job's priority factors as Slurm weighed them (`sprio`: age, fairshare, job
+        size, partition, QOS, nice), read at most once every `factors_every` cycles and only while
+        jobs are parked; a failed read keeps the last ones (the total priority is read every cycle)."""
+        if not view.parked or self.factors_every <= 0:
+            return
+        if self.factors_age < 0 or self.factors_age >= self.factors_every - 1:
+            try:
+                self.factors = priority_factors(self.runner.priority_factors())
+                self.factors_age = 0
+            except SlurmError as exc:
+                self.event("factors_failed", error=str(exc))
+                self.factors_age = 0
+        else:
+            self.factors_age += 1
+        parked = set(view.parked)
+        for p in view.pending:
+            if p["id"] in parked and p["id"] in self.factors:
+                p["priority_factors"] = self.factors[p["id"]]
 
     def _hold_again(self, view: SlurmView, jid: str, why: str, rep: CycleReport) -> None:
         """Hold, unpin, then forget the release (so a kill in between leaves it released again, or
         decided again, never stuck); its nodes are freed in this view and it is decided again."""
         if not self._run(hold(jid), rep):
             return
-        self._run(unpin(jid), rep)
+        unpinned = self._run(unpin(jid), rep)
         self.state.take_back(jid, why)
         self.state.save()
         view.running = [r for r in view.running if r["id"] != jid]
         back = view.released[jid].job
-        if back is not None:
+        if back is not None and unpinned:  # still pinned: next cycle's read finds it `left_pinned`
             view.pending.append(back)
         self.event("held_again", job=jid, reason=why)
         log.warning("job %s: %s", jid, why)
@@ -196,7 +231,8 @@ class Bridge:
             self.state.explain[r.job_id] = {
                 **self.state.explain.get(r.job_id, {}), "at": view.now, "reason": "reserved",
                 "reserved_start": r.start_time, "reserved_nodes": r.node_ids, "queue": r.queue,
-                "priority": f.priority if f else None, "rank": f.rank if f else None}
+                "priority": f.priority if f else None, "rank": f.rank if f else None,
+                "factors": f.factors if f else {}}
         for jid, why in view.aside.items():
             self.state.explain[jid] = {"at": view.now, "reason": "set_aside", "detail": why}
         for s in resp.starts:
@@ -213,9 +249,10 @@ class Bridge:
         failed = self._run_all([s.pin() for s in fresh], rep)
         pinned = [s for i, s in enumerate(fresh) if i not in failed]
         self.hook("pinned")
+        notes = dict(self.state.held_again)  # the release forgets them: kept for the comments
         self._release(pinned, rep)
         self._run_all([c for m in todo.moves for c in m.commands()] +
-                      [c for t in todo.comments + started(rep.started) for c in t.commands()], rep)
+                      [c for t in todo.comments + started(rep.started, notes) for c in t.commands()], rep)
         self.hook("applied")
 
     def _release(self, pinned: list[Start], rep: CycleReport) -> None:

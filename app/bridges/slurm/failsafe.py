@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 
-from app.bridges.slurm.apply import BRIDGE_PINS, COMMENT_PREFIX, release
-from app.bridges.slurm.read import HANDED_BACK, MARK, job_records, parked
+from app.bridges.slurm.apply import release
+from app.bridges.slurm.read import BRIDGE_PINS, COMMENT_PREFIX, HANDED_BACK, MARK, job_records, parked
 from app.bridges.slurm.runner import Runner, SlurmError
 
 log = logging.getLogger("hpcsched.slurm")

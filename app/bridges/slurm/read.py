@@ -26,6 +26,12 @@ from schemas.schedule import ScheduleRequest
 
 MARK = "hpcsched:held"
 HANDED_BACK = "hpcsched:handed-back"  # the watchdog's or `handback`'s mark: Slurm's own from then on
+COMMENT_PREFIX = "hpcsched: "
+STARTED = f"{COMMENT_PREFIX}started by hpcsched on the nodes it chose"
+# the pin's own comment (no blank: scontrol's input keeps quotes), until `started` replaces it; a
+# hand-back unpins exactly the jobs commented one or the other, never a user's own node list
+PINNED = "hpcsched:pinned"
+BRIDGE_PINS = (PINNED, f"{COMMENT_PREFIX}started")
 PARKED = re.compile(r"hpcsched:held partition=(\S+) park=(\S+)")  # the recipe's mark when it parks
 UNLIMITED = 0xFFFFFFFE  # Slurm's NO_VAL and INFINITE are at and above this
 DOWN_STATES = {"down", "fail", "failing", "future", "unknown", "power_down", "powered_down"}
@@ -90,6 +96,10 @@ class SlurmView:
     asks: dict[str, Ask] = field(default_factory=dict)
     released: dict[str, Released] = field(default_factory=dict)
     aside: dict[str, str] = field(default_factory=dict)
+    # held jobs still on a pin of the bridge's that it never released (its release failed, or it
+    # stopped between pin and release): unpinned, then decided again
+    left_pinned: list[str] = field(default_factory=list)
+    parked: list[str] = field(default_factory=list)  # pending jobs the recipe parked (Slurm ranks them)
 
     def free_cpus(self) -> dict[str, int]:
         """Each up node's CPUs that no running (or released) job holds; 0 on a node not up."""
@@ -115,7 +125,7 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     without the job_submit.lua); `layouts`: the CPUs per node the bridge expects Slurm to give
     each released job (what it holds until Slurm starts it)."""
     view = SlurmView(now=text.now)
-    raw_nodes = json.loads(text.nodes)["nodes"]
+    raw_nodes = _answered(json.loads(text.nodes), "sinfo")["nodes"]
     jobs = sorted(job_records(text.jobs), key=_job_order)
     parks = parking(jobs)
     nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {}, layouts or {})
@@ -136,7 +146,19 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
 
 def job_records(text: str) -> list[dict[str, Any]]:
     """`squeue --json`'s (or slurmrestd's) job records, or the same from the compact read."""
-    return compact.jobs(text) if text.startswith(compact.HEADER) else json.loads(text)["jobs"]
+    if text.startswith(compact.HEADER):
+        return compact.jobs(text)
+    return _answered(json.loads(text), "squeue")["jobs"]
+
+
+def _answered(doc: dict[str, Any], what: str) -> dict[str, Any]:
+    """The document, unless Slurm put errors in it: 22.05's `sinfo --json` and `squeue --json` exit 0
+    with an empty list and an `errors` entry when the controller does not answer."""
+    errors = doc.get("errors") or []
+    if errors:
+        said = "; ".join(str(e.get("description") or e.get("error") or e) for e in errors)
+        raise ValueError(f"{what} answered with errors: {said[:300]}")
+    return doc
 
 
 def _job_order(j: dict[str, Any]) -> tuple[int, int]:
@@ -188,7 +210,8 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: 
     elif state == "PENDING" and jid in started:
         _released(view, j, started[jid], nodes)
     elif state == "PENDING":
-        why = not_ours(j, view.now, take_unheld) or waits_on(j.get("dependency") or "", states)
+        stale = left_pinned(j)
+        why = not_ours(j, view.now, take_unheld, stale) or waits_on(j.get("dependency") or "", states)
         if why:
             view.skipped[jid] = why
             return
@@ -198,6 +221,19 @@ def _take(view: SlurmView, j: dict[str, Any], started: dict[str, float], nodes: 
         except ValueError as exc:
             view.skipped[jid] = str(exc)
             view.aside[jid] = str(exc)
+            return
+        if stale:
+            view.left_pinned.append(jid)
+        if parked(j):
+            view.parked.append(jid)
+
+
+def left_pinned(j: dict[str, Any]) -> bool:
+    """A held, marked job whose node list is the bridge's own pin (its comment is the pin's or the
+    start's) though the bridge does not count it released: a release that failed (the controller
+    went down between the pin and the release) or a bridge stopped between the two."""
+    return (j.get("priority", 0) == 0 and MARK in (j.get("admin_comment") or "")
+            and bool(j.get("required_nodes")) and (j.get("comment") or "").startswith(BRIDGE_PINS))
 
 
 def _released(view: SlurmView, j: dict[str, Any], when: float, nodes: _Nodes) -> None:
@@ -228,8 +264,9 @@ def ask_of(j: dict[str, Any], nodes: int) -> Ask:
     return Ask(total, per_task, fixed)
 
 
-def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
-    """Why this pending job is not the service's to decide ("" when it is)."""
+def not_ours(j: dict[str, Any], now: float, take_unheld: bool, pinned_by_us: bool = False) -> str:
+    """Why this pending job is not the service's to decide ("" when it is); `pinned_by_us`: its
+    node list is the bridge's pin (`left_pinned`), not the user's."""
     marked = MARK in (j.get("admin_comment") or "")
     if j.get("priority", 0) == 0 and not marked:
         return "held by its user (or an administrator): left alone"
@@ -239,7 +276,7 @@ def not_ours(j: dict[str, Any], now: float, take_unheld: bool) -> str:
         return "its begin time is still to come: left alone"
     if j.get("priority", 0) != 0 and not take_unheld and not parked(j):
         return "not held by hpcsched's job_submit.lua: Slurm may start it itself"
-    return unmapped(j)
+    return unmapped({**j, "required_nodes": ""} if pinned_by_us else j)
 
 
 def parked(j: dict[str, Any]) -> str:
@@ -257,10 +294,11 @@ def parking(jobs: list[dict[str, Any]]) -> set[str]:
 
 def unmapped(j: dict[str, Any]) -> str:
     """What a job asks that the wire cannot say ("" when nothing): such a job is left held, and
-    the reason logged, rather than started with part of its request dropped."""
-    for key, what in (("het_job_id", "heterogeneous job"), ("licenses", "licenses"),
-                      ("required_nodes", "a node list"), ("excluded_nodes", "excluded nodes"),
-                      ("resv_name", "a reservation")):
+    the reason logged, rather than started with part of its request dropped. Licences are not in
+    it: Slurm counts them itself, a released job waits on its pin for one, and `--start-bound`
+    holds it again and decides it again if the wait is long."""
+    for key, what in (("het_job_id", "heterogeneous job"), ("required_nodes", "a node list"),
+                      ("excluded_nodes", "excluded nodes"), ("resv_name", "a reservation")):
         if j.get(key):
             return f"asks for {what} ({j[key]}): not mapped, left held"
     return ""
@@ -393,6 +431,30 @@ def pending_in(j: dict[str, Any], allow_nodes: bool = False) -> dict[str, Any]:
     # no memory asked: Slurm gives the job each node's whole memory (DefMemPerNode unset)
     job["exclusive"] = j.get("shared") == "none" or not (per_node or per_cpu)
     return job
+
+
+# sprio's weighted factors (22.05 has no `sprio --json`): format letter -> the factor's name
+SPRIO_FACTORS = (("S", "site"), ("A", "age"), ("B", "assoc"), ("F", "fairshare"), ("J", "jobsize"),
+                 ("P", "partition"), ("Q", "qos"), ("N", "nice"))
+SPRIO = ["sprio", "-h", "-o", " ".join(["%i", "%Y", *(f"%{c}" for c, _ in SPRIO_FACTORS)])]
+
+
+def priority_factors(text: str) -> dict[str, dict[str, float]]:
+    """`SPRIO`'s lines as job id -> {factor: weighted value} (Slurm's priority is their sum, nice
+    taken off); a job listed once per partition keeps its first line, a line that does not parse
+    is left out."""
+    out: dict[str, dict[str, float]] = {}
+    for line in text.splitlines():
+        bits = line.split()
+        if len(bits) != 2 + len(SPRIO_FACTORS) or bits[0] in out:
+            continue
+        try:
+            values = [float(b) for b in bits[1:]]  # the total too: a line of numbers or nothing
+        except ValueError:
+            continue
+        if all(math.isfinite(v) for v in values):
+            out[bits[0]] = {name: v for (_, name), v in zip(SPRIO_FACTORS, values[1:], strict=True)}
+    return out
 
 
 def windows(text: str) -> list[dict[str, Any]]:

@@ -5,8 +5,9 @@
 - still held and marked, not pinned: the release was never meant (the bridge stopped before
   pinning it): it is forgotten and decided again;
 - released but not started `bound_s` after its release (pending on its pin, on an association or
-  QOS limit, on a licence): held again and unpinned, its nodes freed in the service's view, the
-  reason kept for its comment and `explain`, and decided again.
+  QOS limit, on a licence), or one of its pinned nodes down or drained (Slurm will not start it
+  there): held again and unpinned, its nodes freed in the service's view, the reason kept for its
+  comment and `explain`, and decided again.
 
 And when the service refuses a request, `refused_jobs` names the pending jobs its errors point at.
 """
@@ -30,6 +31,7 @@ class Reconciled:
 
 def reconcile(view: SlurmView, started: dict[str, float], bound_s: float) -> Reconciled:
     out = Reconciled()
+    states = {n["id"]: n["state"] for n in view.nodes}
     for jid, r in view.released.items():
         if r.held and r.nodes:
             out.release_again.append(jid)
@@ -39,6 +41,10 @@ def reconcile(view: SlurmView, started: dict[str, float], bound_s: float) -> Rec
             where = ",".join(r.nodes) or "no pinned nodes"
             out.overdue[jid] = (f"released on {where} but not started by Slurm within {bound_s:.0f} s "
                                 f"(Reason={r.reason or 'none'}): held again and decided again")
+        elif lost := [n for n in r.nodes if states.get(n, "down") != "up"]:
+            out.overdue[jid] = (f"released on {','.join(r.nodes)} but {','.join(lost)} went down or "
+                                f"drained before Slurm started it (Reason={r.reason or 'none'}): "
+                                "held again and decided again")
     return out
 
 

@@ -83,6 +83,9 @@ class RestRunner:
     def slurm_plan(self) -> str:
         return self.cli.slurm_plan()
 
+    def priority_factors(self) -> str:  # slurmrestd v0.0.38 has no priority factors
+        return self.cli.priority_factors()
+
     def changes(self) -> str:
         stats = self.reader.get("/diag").json().get("statistics") or {}
         return "/".join(str(stats.get(DIAG[k], "?")) for k in COUNTERS)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.bridges.slurm import compact
-from app.bridges.slurm.read import SlurmText
+from app.bridges.slurm.read import SPRIO, SlurmText
 
 READS = {
     "nodes": ["sinfo", "-N", "--json"],
@@ -63,6 +63,7 @@ class Runner(Reader, Protocol):
     """A reader that also runs the bridge's commands and reads Slurm's own plan and job counters."""
 
     def slurm_plan(self) -> str: ...
+    def priority_factors(self) -> str: ...
     def run(self, args: list[str]) -> None: ...
     def run_all(self, commands: list[list[str]]) -> dict[int, str]: ...
     def changes(self) -> str: ...
@@ -145,6 +146,10 @@ class CommandRunner:
     def slurm_plan(self) -> str:
         return self._call(SLURM_PLAN)
 
+    def priority_factors(self) -> str:
+        """`sprio`'s weighted factors of the jobs Slurm ranks (one RPC; held jobs are not listed)."""
+        return self._call(SPRIO)
+
     def run(self, args: list[str]) -> None:
         self._call(args)
 
@@ -210,6 +215,7 @@ class RecordedRunner:
 
     text: SlurmText
     plan: str = ""
+    factors: str = ""  # what `sprio` printed
     commands: list[list[str]] = field(default_factory=list)
     fail: Callable[[list[str]], bool] = lambda args: False
     counters: Callable[[], str] = lambda: ""
@@ -220,6 +226,9 @@ class RecordedRunner:
 
     def slurm_plan(self) -> str:
         return self.plan
+
+    def priority_factors(self) -> str:
+        return self.factors
 
     def changes(self) -> str:
         return self.counters()
