@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from app.errors import ErrorDetail, InputError
@@ -59,6 +60,10 @@ class Checked:
     running: tuple[RunningJob, ...]
 
 
+_JOB = itemgetter("id", "queue", "allocation", "start_time", "walltime_s", "migrated")
+_ON_NODE = itemgetter("node", "cpu", "mem_mib", "gpu")
+
+
 def _walk_running(running: list[RunningJobIn], known: set[str],
                   errors: list[ErrorDetail]) -> tuple[dict[str, list[int]], list[RunningJob]]:
     """What the running jobs hold per node, and their records; unknown or repeated nodes become
@@ -66,27 +71,23 @@ def _walk_running(running: list[RunningJobIn], known: set[str],
     held: dict[str, list[int]] = {}
     records = []
     for i, r in enumerate(running):
-        allocation = r["allocation"]
-        if len(allocation) == 1:  # most jobs: no list to make, no node repeated
-            a = allocation[0]
-            pairs: tuple[tuple[str, Triple], ...] = ((a["node"], (a["cpu"], a["mem_mib"], a["gpu"])),)
+        jid, queue, allocation, start, walltime, migrated = _JOB(r)
+        if len(allocation) == 1:  # most jobs: one node, so none repeated
+            node, cpu, mem, gpu = _ON_NODE(allocation[0])
+            pairs: tuple[tuple[str, Triple], ...] = ((node, (cpu, mem, gpu)),)
+            acc = held.get(node)
+            if acc is not None:
+                acc[0] += cpu
+                acc[1] += mem
+                acc[2] += gpu
+            elif node in known:
+                held[node] = [cpu, mem, gpu]
+            else:
+                errors.append(_unknown_node(i, 0, node))
         else:
             pairs = tuple([(a["node"], (a["cpu"], a["mem_mib"], a["gpu"])) for a in allocation])
-        if len(pairs) > 1 and len({node for node, _ in pairs}) < len(pairs):
-            _hold_each_once(i, pairs, known, held, errors)
-        else:
-            for k, (node, (cpu, mem, gpu)) in enumerate(pairs):
-                acc = held.get(node)
-                if acc is not None:
-                    acc[0] += cpu
-                    acc[1] += mem
-                    acc[2] += gpu
-                elif node in known:
-                    held[node] = [cpu, mem, gpu]
-                else:
-                    errors.append(_unknown_node(i, k, node))
-        records.append(RunningJob(r["id"], r["queue"], pairs, r["start_time"], r["walltime_s"],
-                                  r["migrated"]))
+            _hold(i, pairs, known, held, errors)
+        records.append(RunningJob(jid, queue, pairs, start, walltime, migrated))
     return held, records
 
 
@@ -95,10 +96,10 @@ def _unknown_node(i: int, k: int, node: str) -> ErrorDetail:
                        "unknown_node")
 
 
-def _hold_each_once(i: int, pairs: tuple[tuple[str, Triple], ...], known: set[str],
-                    held: dict[str, list[int]], errors: list[ErrorDetail]) -> None:
-    """The holdings of a running job that lists a node more than once: each repeat is an error and
-    is not counted (nor is an unknown node)."""
+def _hold(i: int, pairs: tuple[tuple[str, Triple], ...], known: set[str],
+          held: dict[str, list[int]], errors: list[ErrorDetail]) -> None:
+    """Add what a running job holds on each of its nodes; an unknown node, or one listed again, is
+    an error and is not counted."""
     seen: set[str] = set()
     for k, (node, amounts) in enumerate(pairs):
         if node not in known:
