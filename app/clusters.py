@@ -21,10 +21,10 @@ def checked(state: ClusterPut, where: tuple[str, ...] = ("body",)) -> Snapshot:
         state = ClusterPut(nodes=nodes, running=state.running, windows=state.windows)
     req = ScheduleRequest(now=0, nodes=state.nodes, running=state.running, windows=state.windows)
     try:
-        held = check_snapshot(req)
+        found = check_snapshot(req)
     except InputError as exc:
         raise InputError([ErrorDetail((*where, *e.loc[1:]), e.msg, e.type) for e in exc.errors]) from exc
-    return snapshot_from_wire(req, held)[0]
+    return snapshot_from_wire(req, found)[0]
 
 
 def check_pending(pending: list[PendingJobIn], total_nodes: int,

@@ -7,7 +7,9 @@ its full path, like FastAPI's own 422.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
+from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from app.errors import ErrorDetail, InputError
@@ -21,10 +23,12 @@ from app.sched.model import (
     RunningJob,
     Snapshot,
     Summary,
+    Triple,
     Window,
 )
 from schemas.cluster import NodeIn, RunningJobIn, WindowIn
 from schemas.common import MAX_MEM_MIB
+from schemas.common import NodeState as WireNodeState
 from schemas.schedule import (
     PendingJobIn,
     ScheduleRequest,
@@ -35,7 +39,9 @@ RES = ("cpu", "mem_mib", "gpu")
 Loc = tuple[str | int, ...]
 
 
-def _duplicates(ids: Iterable[str], where: Loc, what: str) -> list[ErrorDetail]:
+def _duplicates(ids: list[str], where: Loc, what: str) -> list[ErrorDetail]:
+    if len(set(ids)) == len(ids):  # the usual case, without a loop in Python
+        return []
     seen: set[str] = set()
     out = []
     for i, jid in enumerate(ids):
@@ -45,26 +51,78 @@ def _duplicates(ids: Iterable[str], where: Loc, what: str) -> list[ErrorDetail]:
     return out
 
 
-def _running_holdings(req: ScheduleRequest, errors: list[ErrorDetail]) -> dict[str, list[int]]:
-    """Sum of what running jobs hold per node; unknown or repeated nodes become errors."""
-    known = {n.id for n in req.nodes}
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What `check_snapshot` read on its one walk over the running jobs, for `snapshot_from_wire`:
+    the sum of what they hold on each node (cpu, mem_mib, gpu) and the core's records of them."""
+
+    held: dict[str, list[int]]
+    running: tuple[RunningJob, ...]
+
+
+_JOB = itemgetter("id", "queue", "allocation", "start_time", "walltime_s", "migrated")
+_ON_NODE = itemgetter("node", "cpu", "mem_mib", "gpu")
+
+
+def _walk_running(running: list[RunningJobIn], known: set[str],
+                  errors: list[ErrorDetail]) -> tuple[dict[str, list[int]], list[RunningJob]]:
+    """What the running jobs hold per node, and their records; unknown or repeated nodes become
+    errors (not counted in the holdings)."""
     held: dict[str, list[int]] = {}
-    for i, rj in enumerate(req.running):
-        seen: set[str] = set()
-        for k, a in enumerate(rj.allocation):
-            loc = ("body", "running", i, "allocation", k, "node")
-            if a.node not in known:
-                errors.append(ErrorDetail(loc, f"unknown node {a.node!r}", "unknown_node"))
-                continue
-            if a.node in seen:
-                errors.append(ErrorDetail(loc, f"node {a.node!r} listed twice", "duplicate"))
-                continue
-            seen.add(a.node)
-            acc = held.setdefault(a.node, [0, 0, 0])
-            acc[0] += a.cpu
-            acc[1] += a.mem_mib
-            acc[2] += a.gpu
-    return held
+    records = []
+    for i, r in enumerate(running):
+        jid, queue, allocation, start, walltime, migrated = _JOB(r)
+        if len(allocation) == 1:  # most jobs: one node, so none repeated
+            node, cpu, mem, gpu = _ON_NODE(allocation[0])
+            pairs: tuple[tuple[str, Triple], ...] = ((node, (cpu, mem, gpu)),)
+            acc = held.get(node)
+            if acc is not None:
+                acc[0] += cpu
+                acc[1] += mem
+                acc[2] += gpu
+            elif node in known:
+                held[node] = [cpu, mem, gpu]
+            else:
+                errors.append(_unknown_node(i, 0, node))
+        else:
+            pairs = tuple([(a["node"], (a["cpu"], a["mem_mib"], a["gpu"])) for a in allocation])
+            _hold(i, pairs, known, held, errors)
+        records.append(RunningJob(jid, queue, pairs, start, walltime, migrated))
+    return held, records
+
+
+def _unknown_node(i: int, k: int, node: str) -> ErrorDetail:
+    return ErrorDetail(("body", "running", i, "allocation", k, "node"), f"unknown node {node!r}",
+                       "unknown_node")
+
+
+def _hold(i: int, pairs: tuple[tuple[str, Triple], ...], known: set[str],
+          held: dict[str, list[int]], errors: list[ErrorDetail]) -> None:
+    """Add what a running job holds on each of its nodes; an unknown node, or one listed again, is
+    an error and is not counted."""
+    seen: set[str] = set()
+    for k, (node, amounts) in enumerate(pairs):
+        if node not in known:
+            errors.append(_unknown_node(i, k, node))
+        elif node in seen:
+            errors.append(ErrorDetail(("body", "running", i, "allocation", k, "node"),
+                                      f"node {node!r} listed twice", "duplicate"))
+        else:
+            seen.add(node)
+            acc = held.setdefault(node, [0, 0, 0])
+            for r in range(3):
+                acc[r] += amounts[r]
+
+
+def _node_fits(node: NodeIn, held: list[int] | None) -> bool:
+    """No allocation above capacity, none below what the running jobs hold (`_node_errors` says
+    which); a cheap test for each node, the messages made only for a node that fails it."""
+    c, a = node.capacity, node.allocated
+    if a is not None:
+        if a.cpu > c.cpu or a.mem_mib > c.mem_mib or a.gpu > c.gpu:
+            return False
+        return held is None or (held[0] <= a.cpu and held[1] <= a.mem_mib and held[2] <= a.gpu)
+    return held is None or (held[0] <= c.cpu and held[1] <= c.mem_mib and held[2] <= c.gpu)
 
 
 def _node_errors(i: int, node: NodeIn, held: list[int] | None) -> list[ErrorDetail]:
@@ -89,33 +147,42 @@ def _node_errors(i: int, node: NodeIn, held: list[int] | None) -> list[ErrorDeta
     return out
 
 
-def check_snapshot(req: ScheduleRequest) -> dict[str, list[int]]:
+def check_snapshot(req: ScheduleRequest) -> Checked:
     """Raise InputError listing every cross-field problem of the request.
 
-    Returns what the running jobs hold on each node, for `snapshot_from_wire`.
+    Returns what the running jobs hold on each node and their records, for `snapshot_from_wire`.
     """
-    errors = _duplicates((n.id for n in req.nodes), ("body", "nodes"), "node")
-    errors += _duplicates((r.id for r in req.running), ("body", "running"), "running job")
-    errors += _duplicates((p.id for p in req.pending), ("body", "pending"), "pending job")
-    running_ids = {r.id for r in req.running}
-    node_ids = {n.id for n in req.nodes}
-    for i, p in enumerate(req.pending):
-        if p.id in running_ids:
+    nodes, running, pending = req.nodes or [], req.running, req.pending
+    node_ids = [n.id for n in nodes]
+    known = set(node_ids)
+    running_ids = [r["id"] for r in running]
+    errors = _duplicates(node_ids, ("body", "nodes"), "node")
+    errors += _duplicates(running_ids, ("body", "running"), "running job")
+    errors += _duplicates([p.id for p in pending], ("body", "pending"), "pending job")
+    also_running = set(running_ids)
+    for i, p in enumerate(pending):
+        if p.id in also_running:
             errors.append(ErrorDetail(("body", "pending", i, "id"),
                                       f"job {p.id!r} is also listed as running", "duplicate"))
-        errors += promise_errors(i, p, node_ids) + shape_errors(i, p)
-        if p.nodes > len(req.nodes):
+        if p.promised_nodes or p.promised_start is not None:
+            errors += promise_errors(i, p, known)
+        if p.mem_mib_per_cpu is not None:
+            errors += shape_errors(i, p)
+        if p.nodes > len(nodes):
             errors.append(ErrorDetail(("body", "pending", i, "nodes"),
                                       f"asks for {p.nodes} nodes; the cluster has "
-                                      f"{len(req.nodes)}", "too_many_nodes"))
-    held = _running_holdings(req, errors)
-    for i, node in enumerate(req.nodes):
-        errors += _node_errors(i, node, held.get(node.id))
-        errors += node_queue_errors(("body", "nodes", i), node)
-    errors += window_errors(req.windows, ("body", "windows"), node_ids)
+                                      f"{len(nodes)}", "too_many_nodes"))
+    held, records = _walk_running(running, known, errors)
+    for i, node in enumerate(nodes):
+        h = held.get(node.id)
+        if not _node_fits(node, h):
+            errors += _node_errors(i, node, h)
+        if node.queues:
+            errors += node_queue_errors(("body", "nodes", i), node)
+    errors += window_errors(req.windows, ("body", "windows"), known)
     if errors:
         raise InputError(errors)
-    return held
+    return Checked(held, tuple(records))
 
 
 def promise_errors(i: int, p: PendingJobIn, node_ids: set[str]) -> list[ErrorDetail]:
@@ -150,7 +217,7 @@ def node_queue_errors(loc: Loc, n: NodeIn) -> list[ErrorDetail]:
 
 def window_errors(windows: list[WindowIn], where: Loc, node_ids: Collection[str]) -> list[ErrorDetail]:
     """Duplicate ids, an end not after its start, unknown or repeated nodes."""
-    errors = _duplicates((w.id for w in windows), where, "window")
+    errors = _duplicates([w.id for w in windows], where, "window")
     for i, w in enumerate(windows):
         loc = (*where, i)
         if w.end <= w.start:
@@ -170,21 +237,28 @@ def window_from_wire(w: WindowIn) -> Window:
     return Window(w.id, tuple(w.nodes), w.start, w.end)
 
 
-def _node(n: NodeIn, held: dict[str, list[int]]) -> Node:
-    cap = (n.capacity.cpu, n.capacity.mem_mib, n.capacity.gpu)
-    if n.allocated is not None:
-        alloc = (n.allocated.cpu, n.allocated.mem_mib, n.allocated.gpu)
+_STATES = {state: NodeState(state.value) for state in WireNodeState}
+
+
+def _node(n: NodeIn, held: dict[str, list[int]], labels: dict[tuple[str, ...], frozenset[str]]) -> Node:
+    c, a = n.capacity, n.allocated
+    if a is not None:
+        alloc = (a.cpu, a.mem_mib, a.gpu)
     else:
         h = held.get(n.id, (0, 0, 0))
         alloc = (h[0], h[1], h[2])
-    queue, queues = n.queue_names()
-    return Node(n.id, queue, cap, alloc, frozenset(n.labels), n.cpu_load, n.cpu_ghz,
-                NodeState(n.state.value), n.weight, queues)
+    queue, queues = n.queue_names() if n.queues else (n.queue, ())
+    return Node(n.id, queue, (c.cpu, c.mem_mib, c.gpu), alloc, _shared(labels, n.labels), n.cpu_load,
+                n.cpu_ghz, _STATES[n.state], n.weight, queues)
 
 
-def _running(r: RunningJobIn) -> RunningJob:
-    alloc = tuple((a.node, (a.cpu, a.mem_mib, a.gpu)) for a in r.allocation)
-    return RunningJob(r.id, r.queue, alloc, r.start_time, r.walltime_s, r.migrated)
+def _shared(sets: dict[tuple[str, ...], frozenset[str]], labels: list[str]) -> frozenset[str]:
+    """One frozenset for each list of labels: nodes of a type share theirs."""
+    key = tuple(labels)
+    found = sets.get(key)
+    if found is None:
+        found = sets[key] = frozenset(labels)
+    return found
 
 
 def job_from_wire(p: PendingJobIn) -> Job:
@@ -195,14 +269,13 @@ def job_from_wire(p: PendingJobIn) -> Job:
                promise_nodes=tuple(p.promised_nodes), exclusive=p.exclusive)
 
 
-def snapshot_from_wire(
-    req: ScheduleRequest, held: dict[str, list[int]]
-) -> tuple[Snapshot, list[Job]]:
-    """The core's snapshot and jobs; `held` is what check_snapshot returned."""
-    nodes = tuple(_node(n, held) for n in req.nodes)
-    running = tuple(_running(r) for r in req.running)
+def snapshot_from_wire(req: ScheduleRequest, checked: Checked) -> tuple[Snapshot, list[Job]]:
+    """The core's snapshot and jobs; `checked` is what check_snapshot returned."""
+    labels: dict[tuple[str, ...], frozenset[str]] = {}
+    nodes = tuple([_node(n, checked.held, labels) for n in req.nodes or []])
     windows = tuple(window_from_wire(w) for w in req.windows)
-    return Snapshot(req.now, nodes, running, windows=windows), [job_from_wire(p) for p in req.pending]
+    snapshot = Snapshot(req.now, nodes, checked.running, windows=windows)
+    return snapshot, [job_from_wire(p) for p in req.pending]
 
 
 _PARAMS: dict[str, type[core_params.CommonParams]] = {

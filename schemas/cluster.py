@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, NotRequired
 
 from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs this one on Python < 3.12
 
 from schemas.common import (
     MAX_NODES,
+    STRICT_ITEM,
     TIME_BOUND,
     Capacity,
     Cpu,
@@ -60,20 +62,26 @@ class NodeIn(Strict):
         return None
 
 
-class NodeAllocIn(Strict):
-    node: Id = Field(..., min_length=1)
-    cpu: Cpu = 0
-    mem_mib: MemMib = 0
-    gpu: Gpu = 0
+# What a running job holds on one node, and the running job. Typed dicts rather than models: a
+# snapshot carries several running jobs per node, and pydantic validates one into a plain dict (every
+# default filled in) in half the time it takes to build model instances. Same rules as `Strict`
+# (STRICT_ITEM), and the same JSON schema. (Comments, not docstrings: those would enter the schema.)
+class NodeAllocIn(TypedDict):
+    __pydantic_config__ = STRICT_ITEM  # type: ignore[misc]
+    node: Annotated[Id, Field(min_length=1)]
+    cpu: NotRequired[Annotated[Cpu, Field(0)]]
+    mem_mib: NotRequired[Annotated[MemMib, Field(0)]]
+    gpu: NotRequired[Annotated[Gpu, Field(0)]]
 
 
-class RunningJobIn(Strict):
-    id: Id = Field(..., min_length=1)
-    queue: str = Field("default", min_length=1)
-    allocation: list[NodeAllocIn] = Field(..., min_length=1, description="what it holds, per node")
-    start_time: Time = Field(..., description="epoch seconds")
-    walltime_s: float = Field(..., gt=0, le=TIME_BOUND, description="walltime estimate, seconds")
-    migrated: bool = False
+class RunningJobIn(TypedDict):
+    __pydantic_config__ = STRICT_ITEM  # type: ignore[misc]
+    id: Annotated[Id, Field(min_length=1)]
+    queue: NotRequired[Annotated[str, Field("default", min_length=1)]]
+    allocation: Annotated[list[NodeAllocIn], Field(min_length=1, description="what it holds, per node")]
+    start_time: Annotated[Time, Field(description="epoch seconds")]
+    walltime_s: Annotated[float, Field(gt=0, le=TIME_BOUND, description="walltime estimate, seconds")]
+    migrated: NotRequired[Annotated[bool, Field(False)]]
 
 
 class WindowIn(Strict):

@@ -15,6 +15,9 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+STRICT_ITEM = ConfigDict(extra="forbid", allow_inf_nan=False)  # Strict's rules, for typed dicts
+
+
 # Bounds on times (epoch or plan seconds) and durations: far beyond any real value, and small enough
 # that every sum the schedulers make stays finite.
 TIME_BOUND = 1e12

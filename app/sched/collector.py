@@ -11,7 +11,14 @@ while they run: the collector then runs about once per 50,000 net allocations, a
 collected.
 
 The threshold is process-wide; overlapping callers (threads of the service, or a replay's decisions
-inside the replay) share one raise, and the last to finish puts the old threshold back.
+inside the replay) share one raise, the largest asked for, and the last to finish puts the old
+threshold back.
+
+POST /schedule asks for more while it reads a big body (app.api.routes.schedule): parsing and
+checking a 14 MB snapshot makes ~10^6 objects, all alive until the answer is sent, so a young
+collection in between scans them and can find no garbage among them; at the service's threshold
+(200,000) those passes were a quarter of the parse and validate time. Once the request ends they
+are freed by reference counting, which takes them off the collector's count again.
 """
 
 from __future__ import annotations
@@ -24,22 +31,30 @@ from contextlib import contextmanager
 REPLAY_THRESHOLD = 50_000
 
 _lock = threading.Lock()
-_users = 0
+_wanted: list[int] = []  # the thresholds of the callers inside, in any order
 _saved: tuple[int, int, int] = gc.get_threshold()
 
 
 @contextmanager
-def rare_collections() -> Iterator[None]:
-    global _users, _saved
+def rare_collections(threshold: int = REPLAY_THRESHOLD) -> Iterator[None]:
+    """At least `threshold` net allocations between young collections while this runs (the
+    largest any caller inside asks for); the threshold before the first caller, after the last."""
+    global _saved
     with _lock:
-        if _users == 0:
+        if not _wanted:
             _saved = gc.get_threshold()
-            gc.set_threshold(max(REPLAY_THRESHOLD, _saved[0]), *_saved[1:])
-        _users += 1
+        _wanted.append(threshold)
+        _apply()
     try:
         yield
     finally:
         with _lock:
-            _users -= 1
-            if _users == 0:
-                gc.set_threshold(*_saved)
+            _wanted.remove(threshold)
+            _apply()
+
+
+def _apply() -> None:
+    if _wanted:
+        gc.set_threshold(max(max(_wanted), _saved[0]), *_saved[1:])
+    else:
+        gc.set_threshold(*_saved)

@@ -31,8 +31,8 @@ def node_from_wire(n: NodeIn) -> Node:
 
 
 def job_from_wire(r: RunningJobIn) -> RunningJob:
-    alloc = tuple((a.node, (a.cpu, a.mem_mib, a.gpu)) for a in r.allocation)
-    return RunningJob(r.id, r.queue, alloc, r.start_time, r.walltime_s, r.migrated)
+    alloc = tuple((a["node"], (a["cpu"], a["mem_mib"], a["gpu"])) for a in r["allocation"])
+    return RunningJob(r["id"], r["queue"], alloc, r["start_time"], r["walltime_s"], r["migrated"])
 
 
 def apply_patch(edit: Edit, patch: ClusterPatch) -> None:

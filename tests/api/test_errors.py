@@ -76,6 +76,18 @@ CASES = [
     ("unknown field on a job", set_path(("pending", 0, "colour"), "red"),
      ["body", "pending", 0, "colour"], "Extra inputs are not permitted"),
     ("missing now", lambda b: b.pop("now"), ["body", "now"], "Field required"),
+    ("unknown field on an allocation", set_path(("running", 0, "allocation", 0, "colour"), "red"),
+     ["body", "running", 0, "allocation", 0, "colour"], "Extra inputs are not permitted"),
+    ("empty node id in an allocation", set_path(("running", 0, "allocation", 0, "node"), ""),
+     ["body", "running", 0, "allocation", 0, "node"], "at least 1 character"),
+    ("running job with no allocation", set_path(("running", 0, "allocation"), []),
+     ["body", "running", 0, "allocation"], "at least 1 item"),
+    ("running job not an object", set_path(("running", 0), "r1"), ["body", "running", 0],
+     "Input should be"),
+    ("running job's cpu as a string", set_path(("running", 0, "allocation", 0, "cpu"), "32"),
+     ["body", "running", 0, "allocation", 0, "cpu"], "Input should be a valid integer"),
+    ("running job's migrated as a number", set_path(("running", 0, "migrated"), 1),
+     ["body", "running", 0, "migrated"], "Input should be a valid boolean"),
 ]
 
 

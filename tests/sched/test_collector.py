@@ -50,3 +50,49 @@ def test_overlapping_callers_restore_only_when_the_last_ends() -> None:
         t.join(5)
     assert seen == [(max(REPLAY_THRESHOLD, before[0]), *before[1:])]
     assert gc.get_threshold() == before
+
+
+def test_the_largest_threshold_asked_holds_while_its_caller_is_inside() -> None:
+    """A big request body's wait (POST /schedule) and a decision's, nested: the larger one holds until
+    its caller leaves, then the smaller, then the threshold from before."""
+    before = gc.get_threshold()
+    big = before[0] + 1_000_000
+    with rare_collections(big):
+        assert gc.get_threshold()[0] == big
+        with rare_collections():
+            assert gc.get_threshold()[0] == big
+        assert gc.get_threshold()[0] == big
+    assert gc.get_threshold() == before
+    with rare_collections(), rare_collections(big):
+        assert gc.get_threshold()[0] == big
+    assert gc.get_threshold() == before
+
+
+def test_a_body_parsed_as_served_is_freed_without_a_collector_pass() -> None:
+    """The objects of a parsed and checked snapshot leave the collector's count when they are freed:
+    the wait costs no pass later."""
+    import json
+
+    from app.api.routes.schedule import BYTES_PER_OBJECT
+    from app.convert import check_snapshot, snapshot_from_wire
+    from bench.workload import cluster, pending, request_body
+    from schemas.schedule import ScheduleRequest
+
+    raw = json.dumps(request_body(cluster(300), pending(300), "easy")).encode()
+    passes: list[int] = []
+
+    def parse_and_check() -> int:
+        req = ScheduleRequest.model_validate_json(raw, strict=True)
+        snapshot_from_wire(req, check_snapshot(req))
+        return gc.get_count()[0]
+
+    gc.collect()
+    gc.callbacks.append(lambda phase, info: passes.append(info["generation"]) if phase == "start" else None)
+    try:
+        with rare_collections(len(raw) // BYTES_PER_OBJECT):
+            inside = parse_and_check()
+        after = gc.get_count()[0]
+    finally:
+        gc.callbacks.pop()
+    assert passes == []
+    assert inside > 10_000 > after

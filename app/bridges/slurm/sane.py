@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from app.bridges.slurm.read import SlurmView
 from schemas.cluster import RunningJobIn
@@ -20,6 +20,7 @@ from schemas.schedule import PendingJobIn
 
 log = logging.getLogger("hpcsched.slurm")
 RES = ("cpu", "mem_mib", "gpu")
+RUNNING = TypeAdapter(RunningJobIn)
 
 
 def set_aside(view: SlurmView) -> dict[str, str]:
@@ -98,7 +99,7 @@ def _bad_running(view: SlurmView, nodes: dict[str, dict[str, Any]], out: dict[st
             out[r["id"]] = "an allocation on an unknown or repeated node: dropped"
         r["allocation"] = alloc
         try:
-            RunningJobIn.model_validate(r)
+            RUNNING.validate_python(r)
             keep.append(r)
         except ValidationError as exc:
             for a in alloc:
