@@ -89,9 +89,12 @@ class PriorityParams(CommonParams):
         description="aging: a job that has waited at least this many seconds ranks ahead of every job "
         "that has not, first come first served among them (VIP jobs still first); null = no aging",
     )
-    fit_r: float = Field(1.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False, description=_FIT.format("log10(r), r the walltime in s"))
-    fit_n: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False, description=_FIT.format("log10(n), n the cores"))
-    fit_rn: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False, description=_FIT.format("log10(r)·log10(n)"))
+    fit_r: float = Field(1.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                         description=_FIT.format("log10(r), r the walltime in s"))
+    fit_n: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                         description=_FIT.format("log10(n), n the cores"))
+    fit_rn: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                          description=_FIT.format("log10(r)·log10(n)"))
     fit_s: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
                          description=_FIT.format("s/3600, s the submit time in s: hours of aging"))
 

@@ -317,7 +317,8 @@ def _tell(token: int, n: int) -> None:
 @njit(cache=True, nogil=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
             rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
-            cap: float, fit: np.ndarray, token: int, every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+            cap: float, fit: np.ndarray, token: int,
+            every: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
     `fit`: the fitted order's weights (fit_r, fit_n, fit_rn, fit_s; read under that order only).

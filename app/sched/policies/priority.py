@@ -19,8 +19,17 @@ import numpy as np
 from app.sched.backfill import PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.model import Job
-from app.sched.order import (ScoreAll, Scored, aged, each, f1_score, fcfs_scores, fitted_score, sjf_score,
-                             weighted_score)
+from app.sched.order import (
+    ScoreAll,
+    Scored,
+    aged,
+    each,
+    f1_score,
+    fcfs_scores,
+    fitted_score,
+    sjf_score,
+    weighted_score,
+)
 from app.sched.params import PriorityParams
 from app.sched.policies.base import BasePolicy, StandingKey, standing
 from app.sched.selectors import NodeView
