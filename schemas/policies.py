@@ -12,6 +12,9 @@ from pydantic import Field
 from schemas.common import MAX_COUNT, Strict
 
 UNLIMITED = 1_000_000
+FIT_MAX = 1e6  # a fitted weight's bound: the score stays finite (no inf - inf)
+_FIT = ("order=fitted: the weight of {} in the job's score; the lowest score runs first "
+        "(fit_r·log10(r) + fit_n·log10(n) + fit_rn·log10(r)·log10(n) + fit_s·s/3600)")
 SelectorName = Literal["first_fit", "least_load", "evaluation", "fragment"]
 
 
@@ -66,7 +69,7 @@ class MemoryBackfillParams(CommonParams):
 class PriorityParams(CommonParams):
     selector: SelectorName = "evaluation"
     reservation_depth: int = Field(UNLIMITED, ge=0, le=MAX_COUNT)
-    order: Literal["weighted", "fcfs", "sjf", "f1"] = "weighted"
+    order: Literal["weighted", "fcfs", "sjf", "f1", "fitted"] = "weighted"
     backfill_order: Literal["priority", "sjf"] = Field(
         "priority",
         description="once a queue's reservations are made, try the jobs left to backfill in priority "
@@ -86,6 +89,14 @@ class PriorityParams(CommonParams):
         description="aging: a job that has waited at least this many seconds ranks ahead of every job "
         "that has not, first come first served among them (VIP jobs still first); null = no aging",
     )
+    fit_r: float = Field(1.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                         description=_FIT.format("log10(r), r the walltime in s"))
+    fit_n: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                         description=_FIT.format("log10(n), n the cores"))
+    fit_rn: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                          description=_FIT.format("log10(r)·log10(n)"))
+    fit_s: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
+                         description=_FIT.format("s/3600, s the submit time in s: hours of aging"))
 
 
 class FcfsPolicy(Strict):

@@ -82,6 +82,21 @@ def f1_score(job: Job, now: float) -> Scored:
     return Scored(job, -score, {"f1_score": score, "cores": float(cores)})
 
 
+def fitted_score(job: Job, p: PriorityParams) -> Scored:
+    """The fitted order (docs/methods.md §3): the lowest
+    S = fit_r·log10(r) + fit_n·log10(n) + fit_rn·log10(r)·log10(n) + fit_s·s/3600 runs first, with
+    r the walltime estimate (s, at least 1), n the cores requested (at least 1) and s the submit time
+    (s). Every term is fixed when the job arrives, so its rank never moves; a positive fit_s makes an
+    earlier submission worth fit_s per hour (aging). The priority reported is minus S, the factors
+    are the four terms and S (`app.sim.compiled._key` computes S operation for operation)."""
+    lr = math.log10(max(job.walltime_s, 1.0))
+    ln = math.log10(max(job.nodes * job.cpu, 1))
+    terms = {"fit_r_term": p.fit_r * lr, "fit_n_term": p.fit_n * ln, "fit_rn_term": p.fit_rn * lr * ln,
+             "fit_s_term": p.fit_s * (job.submit_time / 3600.0)}
+    score = terms["fit_r_term"] + terms["fit_n_term"] + terms["fit_rn_term"] + terms["fit_s_term"]
+    return Scored(job, -score, {**terms, "fitted_score": score})
+
+
 def aged(inner: ScoreAll, cap_s: float) -> ScoreAll:
     """The aging term (docs/methods.md §3): a job that has waited at least `cap_s` seconds ranks ahead
     of every job that has not, whatever the order's own priority, and the aged jobs rank among

@@ -73,7 +73,7 @@ class PriorityParams(CommonParams):
 
     selector: str = "evaluation"
     reservation_depth: int = UNLIMITED
-    order: str = "weighted"  # weighted | fcfs | sjf | f1
+    order: str = "weighted"  # weighted | fcfs | sjf | f1 | fitted
     backfill_order: str = "priority"  # priority | sjf: the order of the jobs left to backfill
     preset_weight: float = 1.0
     user_weight: float = 1.0  # k1
@@ -83,3 +83,9 @@ class PriorityParams(CommonParams):
     max_priority: float = 55.0  # P_max: a job reaching it gets a reservation
     reserve_after_wait_s: float = 86_400.0  # a job waiting longer gets a reservation too
     wait_cap_s: float | None = None  # aging: a job waiting this long ranks first (fcfs among them)
+    # order=fitted (docs/methods.md §3): the lowest fit_r·log10(r) + fit_n·log10(n)
+    # + fit_rn·log10(r)·log10(n) + fit_s·s/3600 runs first (r told time, n cores, s submit time)
+    fit_r: float = 1.0
+    fit_n: float = 0.0
+    fit_rn: float = 0.0
+    fit_s: float = 0.0

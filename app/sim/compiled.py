@@ -1,7 +1,7 @@
 """The replay's compiled twin, for the settings a tuning sweep replays most: every job in one partition
 of alike nodes (up to `MAX_CORES` cores each), nodes taken in node order (first_fit; least_load and
 evaluation where they rank every node alike: `_in_node_order`), an order in which a job's rank never
-moves (`easy`, `fcfs`, `conservative`, `firstfit`, `priority` with order fcfs, sjf or f1, or with
+moves (`easy`, `fcfs`, `conservative`, `firstfit`, `priority` with order fcfs, sjf, f1 or fitted, or with
 its weighted order, first come, first served for a trace's jobs: `_weighted_is_fcfs`), or such an
 order with `priority`'s wait cap (the aging term: each pass puts the jobs that waited the cap
 first, `_aged_first`), at any reservation depth.
@@ -12,7 +12,8 @@ machine of a few hundred nodes. Here the whole replay is one compiled loop, and 
 the decisions the pass in `app.sched.backfill` makes for these settings, step for step:
 
 - jobs are met in the policy's order, which a job's arrival fixes (`order.rank_key` of its score:
-  fcfs by submit time, sjf by the time it is told, f1 by its F1 score; then submit time and number),
+  fcfs by submit time, sjf by the time it is told, f1 by its F1 score, fitted by its fitted score;
+  then submit time and number),
   except that under a wait cap each pass first puts the jobs that have waited the cap, by submit
   time and number (`order.aged`);
   under `backfill_order=sjf` the jobs met once the reservations are made go shortest first;
@@ -74,7 +75,7 @@ INF = math.inf
 # compiles a kernel apart for a literal argument, a copy the service never warms, and the copies
 # for a literal False ran the searches 1.7x slower (5,504 nodes)
 NO, NONE = np.bool_(False), np.int64(0)
-STANDING_ORDERS = ("fcfs", "sjf", "f1")  # priority orders whose ranks never move (see shortlist)
+STANDING_ORDERS = ("fcfs", "sjf", "f1", "fitted")  # priority orders whose ranks never move (see shortlist)
 # the loop counts the nodes with at least v cores free for every v up to a node's cores (`cnt_ge`),
 # and a start or an end updates the counts core by core: past this many cores a node, the Python
 # replay (whose cost does not grow with the cores) takes over
@@ -301,7 +302,7 @@ def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check
 # rows of the jobs' arrays, in the workload's order
 SUBMIT, RUN, ESTIMATE, TOLD, KEY, START, END, RESERVED, PROMISE = range(9)  # `real` (float64; NaN: none)
 NODES, CPU, MEM, USER = range(4)  # `ints`
-FCFS, SJF, F1 = range(3)  # the orders
+FCFS, SJF, F1, FITTED = range(4)  # the orders
 
 
 # progress callbacks of the replays under way, by the token their loop carries (`_tell`)
@@ -317,10 +318,11 @@ def _tell(token: int, n: int) -> None:
 @njit(cache=True, nogil=True)
 def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int, int, int],
             rules: tuple[int, int, int, int, int, int, int, int, int, int, int, int], may: np.ndarray,
-            cap: float, token: int, every: int,
+            cap: float, fit: np.ndarray, token: int, every: int,
             stop: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """`replay._run`'s loop: (backfilled per job, the jobs in start order, node_off, assigned, the
     decisions asked); starts, ends, told times and first reservations are written into `real`.
+    `fit`: the fitted order's weights (fit_r, fit_n, fit_rn, fit_s; read under that order only).
     Each time `every` more jobs have started (0: never), `_tell(token, how many)`. It stops before
     the next decision once another thread sets `stop[0]` (`app.sim.stop.StopFlag`).
 
@@ -383,7 +385,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
             if predict:
                 told = _told(ratios, ints[USER, nxt], told)
             real[TOLD, nxt] = told
-            real[KEY, nxt] = _key(order, told, ints[NODES, nxt] * ints[CPU, nxt], real[SUBMIT, nxt])
+            real[KEY, nxt] = _key(order, told, ints[NODES, nxt] * ints[CPU, nxt], real[SUBMIT, nxt], fit)
             _queue(pending, n_pend, nxt, real)
             n_pend += 1
             if settled_on:
@@ -433,13 +435,18 @@ def _ended(ratios: np.ndarray, user: int, ratio: float) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _key(order: int, told: float, cores: int, submit: float) -> float:
+def _key(order: int, told: float, cores: int, submit: float, fit: np.ndarray) -> float:
     """A job's place in the order before its submit time and number (`order.rank_key` of the
-    policy's score: fcfs none, sjf its told time, f1 its F1 score)."""
+    policy's score: fcfs none, sjf its told time, f1 its F1 score, fitted `order.fitted_score`'s
+    S, computed operation for operation)."""
     if order == SJF:
         return told
     if order == F1:
         return math.log10(max(told, 1.0)) * cores + 870.0 * math.log10(max(submit, 1.0))
+    if order == FITTED:
+        lr = math.log10(max(told, 1.0))
+        ln = math.log10(float(max(cores, 1)))
+        return fit[0] * lr + fit[1] * ln + fit[2] * lr * ln + fit[3] * (submit / 3600.0)
     return 0.0
 
 
@@ -847,6 +854,7 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     may = _reserve_rule(params)
     cap = getattr(params, "wait_cap_s", None)
     cap = INF if cap is None else float(cap)
+    fit = np.array([getattr(params, k, 0.0) for k in ("fit_r", "fit_n", "fit_rn", "fit_s")], dtype=np.float64)
     token, heard = next(_TOKENS), [0]
 
     def listen(n: int) -> None:
@@ -858,7 +866,7 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     try:
         backfilled, started, node_off, assigned, decisions = _replay(
             real, np.ascontiguousarray(ints), len(users), (m.nodes, m.cores_per_node, m.mem_mib_per_node),
-            rules, may, cap, token, max(1, len(jobs) // 100) if progress else 0,
+            rules, may, cap, fit, token, max(1, len(jobs) // 100) if progress else 0,
             (stop or StopFlag()).cell)
     finally:
         del _LISTENERS[token]
@@ -877,5 +885,6 @@ def warm() -> None:
     schedule(w, "fcfs", CommonParams(time_grain_s=1, reservation_depth=2), False, True)
     f1_sjf = PriorityParams(order="f1", backfill_order="sjf", reservation_depth=2)
     schedule(w, "priority", f1_sjf, True, False)
+    schedule(w, "priority", PriorityParams(order="fitted", fit_n=0.5, reservation_depth=1), False, False)
     schedule(w, "conservative", CommonParams(time_grain_s=1, reservation_depth=10**6), False, False)
     schedule(w, "firstfit", FirstfitParams(time_grain_s=1, starvation_s=1.0), False, False)

@@ -56,6 +56,7 @@ DEFAULT_SPACE: dict[str, list[Any]] = {
     "predicted": [False, True],
     "wait_cap_s": [None, 3_600, 14_400, 43_200, 86_400, 172_800, 345_600],
 }
+MARGIN = 0.05  # to be recommended, every fold's choice beats EASY's train measure by at least this share
 MAX_RESERVATION_DEPTH = 16  # the largest depth a space may ask for: see DEFAULT_SPACE
 EASY = {"name": "easy", "params": {"time_grain_s": 1}}
 FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
@@ -79,6 +80,67 @@ class Setting:
         params = " ".join(f"{SHORT.get(k, k)}={v}" for k, v in sorted(self.policy.get("params", {}).items())
                           if k != "selector" or v != "first_fit")
         return " ".join(x for x in (str(self.policy["name"]), params, "predicted" * self.predicted) if x)
+
+
+# --- the fitted order's weights, searched per train window by simulation (docs/methods.md §3) -------
+# fit_r stays 1 (the order is the same for any positive multiple of the weights); the search moves
+# fit_n, fit_rn and log10(fit_s) within these bounds (fit_s from 1e-4 per hour, almost no aging, to 10
+# per hour, almost first come, first served)
+FIT_BOUNDS = {"fit_n": (-2.0, 3.0), "fit_rn": (-1.0, 1.0), "log_fit_s": (-4.0, 1.0)}
+FIT_STEP = {"fit_n": 0.5, "fit_rn": 0.25, "log_fit_s": 0.5}  # the pattern search's first steps
+FIT_BUDGET = 40  # replays per train window: FIT_START random weights, then pattern-search rounds
+FIT_START = 16
+FIT_SEED = 33
+
+
+def fit_base(objective: Objective, pool: Iterable[Setting], train: Mapping[str, Measures],
+             baseline_key: str) -> Setting:
+    """The setting the fitted order is fitted into: the best `priority` setting on the train results
+    (ties: the smaller key), its reservation depth, backfill order, grain, selector and predictions
+    kept, its order and wait cap dropped (the fitted score carries its own aging)."""
+    base = train[baseline_key]
+    best = min((s for s in pool if s.policy["name"] == "priority"),
+               key=lambda s: (score(objective, train[s.key], base), s.key))
+    params = {k: v for k, v in best.policy.get("params", {}).items()
+              if k not in ("order", "wait_cap_s", *FIT_BOUNDS, "fit_r", "fit_s")}
+    return Setting({"name": "priority", "params": params}, best.predicted)
+
+
+def fitted(base: Setting, point: Mapping[str, float]) -> Setting:
+    """The fitted order with the weights of a search point (fit_n, fit_rn, log10 fit_s), each
+    rounded to 3 significant digits (short labels, stable keys), in `base`'s setting."""
+    weights = {"fit_r": 1.0, "fit_n": point["fit_n"], "fit_rn": point["fit_rn"],
+               "fit_s": 10.0 ** point["log_fit_s"]}
+    params = {**base.policy["params"], "order": "fitted"}
+    params |= {k: float(f"{v:.3g}") for k, v in weights.items()}
+    return Setting({"name": "priority", "params": params}, base.predicted)
+
+
+def point_of(s: Setting) -> dict[str, float]:
+    """The search point of a fitted setting (`fitted`'s inverse)."""
+    p = s.policy["params"]
+    return {"fit_n": p["fit_n"], "fit_rn": p["fit_rn"], "log_fit_s": math.log10(p["fit_s"])}
+
+
+def first_points(k: int = FIT_START, seed: int = FIT_SEED) -> list[dict[str, float]]:
+    """The search's start: shortest first with little aging, then k - 1 points drawn uniformly
+    within the bounds (the same for every train window and run)."""
+    rng = np.random.default_rng(seed)
+    points = [{"fit_n": 0.0, "fit_rn": 0.0, "log_fit_s": -2.0}]
+    for _ in range(k - 1):
+        points.append({key: float(rng.uniform(lo, hi)) for key, (lo, hi) in FIT_BOUNDS.items()})
+    return points[:k]
+
+
+def neighbours(point: Mapping[str, float], step: Mapping[str, float]) -> list[dict[str, float]]:
+    """The pattern search's next points: one step up and down along each weight, within bounds."""
+    out = []
+    for key, (lo, hi) in FIT_BOUNDS.items():
+        for sign in (1, -1):
+            moved = min(hi, max(lo, point[key] + sign * step[key]))
+            if moved != point[key]:
+                out.append({**point, key: moved})
+    return out
 
 
 def parse_space(text: str) -> dict[str, list[Any]]:
@@ -295,15 +357,31 @@ def beats_easy(objective: Objective, chosen: Mapping[str, float], easy: Mapping[
 Measures = Mapping[str, float]
 
 
-def verdict(objective: Objective, held: list[tuple[Measures, Measures]]) -> tuple[bool, str]:
-    """(recommend, why) from each fold's held-out (chosen, EASY) measures: recommend the latest fold's
-    choice only when every fold's choice beats EASY on its held-out window."""
+def verdict(objective: Objective, held: list[tuple[Measures, Measures]],
+            train_gains: list[float] | None = None, margin: float = 0.0) -> tuple[bool, str]:
+    """(recommend, why) from each fold's held-out (chosen, EASY) measures and the choice's gain over
+    EASY on its train window (`gain`): recommend the latest fold's choice only when every fold's
+    choice was at least `margin` better than EASY on its train window (the safety margin) and beats
+    EASY on its held-out window."""
+    gains = train_gains if train_gains is not None else [math.inf] * len(held)
+    short = [i + 1 for i, g in enumerate(gains) if not g >= margin]
     lost = [i + 1 for i, (c, e) in enumerate(held) if not beats_easy(objective, c, e)]
-    if not lost:
-        return True, (f"on all {len(held)} held-out windows the choice had a lower mean bsld than EASY "
+    if not short and not lost:
+        return True, (f"on all {len(held)} train windows the choice was at least {margin:.0%} better than "
+                      f"EASY, and on all {len(held)} held-out windows it had a lower mean bsld than EASY "
                       f"with {objective.guard_text()}")
-    return False, (f"keep EASY: on held-out window(s) {', '.join(map(str, lost))} of {len(held)} the "
-                   f"choice did not have both a lower mean bsld than EASY and {objective.guard_text()}")
+    why = []
+    if short:
+        why.append(f"on train window(s) {_listed(short)} of {len(held)} the choice was not at least "
+                   f"{margin:.0%} better than EASY (the margin)")
+    if lost:
+        why.append(f"on held-out window(s) {_listed(lost)} of {len(held)} the choice did not have both a "
+                   f"lower mean bsld than EASY and {objective.guard_text()}")
+    return False, "keep EASY: " + "; ".join(why)
+
+
+def _listed(folds: list[int]) -> str:
+    return ", ".join(map(str, folds))
 
 
 def read_done(lines: Iterable[str], stamp: str) -> dict[tuple[str, str], dict[str, Any]]:

@@ -89,6 +89,36 @@ def test_the_compiled_replay_keeps_the_aged_schedules_of_a_real_trace(sdsc4: Wor
     same_replays(sdsc4, label.replace("wait_cap_s=300", "wait_cap_s=7200"))
 
 
+FITTED = 'priority:order="fitted";selector="first_fit";fit_n=0.7;fit_rn=0.3;fit_s=0.5;reservation_depth=1'
+
+
+@st.composite
+def fitted_labels(draw: st.DrawFn) -> str:
+    """A fitted order with weights of either sign (the submit term large enough to reorder jobs
+    submitted minutes apart), at any depth, backfill order, grain, with or without a wait cap."""
+    weight = st.sampled_from([0.0, 1.0, -1.0, 0.37, 2.5, -0.8])
+    label = (f'priority:order="fitted";selector="first_fit";fit_r={draw(weight)};fit_n={draw(weight)};'
+             f'fit_rn={draw(weight)};fit_s={draw(st.sampled_from([0.0, 0.5, 30.0, -4.0, 300.0]))};'
+             f'reservation_depth={draw(st.sampled_from([0, 1, 2, 1_000_000]))};'
+             f'backfill_order="{draw(st.sampled_from(["priority", "sjf"]))}";'
+             f'time_grain_s={draw(st.sampled_from([1, 60]))}')
+    cap = draw(st.sampled_from([None, 0, 200]))
+    return label if cap is None else f"{label};wait_cap_s={cap}"
+
+
+@settings(max_examples=150, deadline=None)
+@given(w=workloads(), label=fitted_labels(), predict=st.booleans())
+def test_the_compiled_replay_keeps_the_schedules_of_fitted_orders(w: Workload, label: str,
+                                                                  predict: bool) -> None:
+    same_replays(w, label, predict)
+
+
+@pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
+def test_the_compiled_replay_keeps_a_fitted_schedule_of_a_real_trace(sdsc4: Workload, predict: bool) -> None:
+    same_replays(sdsc4, FITTED, predict)
+    same_replays(sdsc4, FITTED.replace("fit_s=0.5", "fit_s=0.01;wait_cap_s=7200"), predict)
+
+
 @settings(max_examples=100, deadline=None)
 @given(w=workloads(), label=st.sampled_from(WITHOUT_MEMORY), predict=st.booleans())
 def test_the_compiled_replay_keeps_the_weighted_order_and_evaluation_schedules(w: Workload, label: str,
@@ -117,6 +147,8 @@ def test_the_compiled_replay_keeps_the_weighted_order_and_evaluation_schedules(w
     ("firstfit", False, True),  # only starving jobs reserve, from now on
     ("memory_backfill", False, False),
     ('priority:order=sjf;selector="first_fit";wait_cap_s=3600', False, True),  # each pass reorders
+    ('priority:order="fitted";selector="first_fit";fit_n=2', False, True),  # fixed at arrival
+    ('priority:order="fitted";fit_n=2', False, False),  # the evaluation selector reads free memory
 ], ids=str)
 def test_the_compiled_replay_is_used_only_where_it_is_proven(label: str, split: bool, expected: bool) -> None:
     name, pairs = policy_spec(label)

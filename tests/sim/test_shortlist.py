@@ -21,7 +21,8 @@ from app.sim.workload import Machine, SimJob, Workload, default_machine, workloa
 SDSC = Path(__file__).parent.parent / "data" / "SDSC-SP2-1998-4.2-cln.first1500.swf"
 F1 = 'priority:order=f1;reservation_depth=1;selector="first_fit"'
 PROVEN = ["easy", "fcfs", F1, 'priority:order=sjf;reservation_depth=2;backfill_order="sjf"',
-          'priority:order=fcfs;reservation_depth=3;selector="least_load";time_grain_s=60']
+          'priority:order=fcfs;reservation_depth=3;selector="least_load";time_grain_s=60',
+          'priority:order="fitted";fit_n=0.5;fit_rn=-0.2;fit_s=0.1;reservation_depth=1;selector="first_fit"']
 
 
 def same_replays(w: Workload, label: str, predict: bool = False) -> None:
@@ -94,6 +95,7 @@ def test_the_shortlist_keeps_every_schedule_of_random_workloads(w: Workload, lab
     ('priority:order="sjf"', False, True),
     ("priority", False, False),  # the weighted order moves with time
     ('priority:order="sjf";wait_cap_s=3600', False, False),  # so does an aged order
+    ('priority:order="fitted";fit_s=1', False, True),  # every term is fixed at arrival
     ("conservative", False, False),  # promised slots are held for every job
     ("firstfit", False, False),  # only starving jobs reserve
     ("memory_backfill", False, False),  # a blocked job may find no node to book

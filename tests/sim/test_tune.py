@@ -138,6 +138,56 @@ def test_the_verdict_keeps_easy_unless_every_held_out_window_is_won() -> None:
         assert not keep and why.startswith("keep EASY") and "window(s) 2 of 3" in why
 
 
+def test_the_margin_keeps_easy_when_a_train_window_is_won_by_too_little() -> None:
+    """A choice that beats EASY on every held-out window is recommended only when it also beat EASY
+    on every train window by the margin; the reason names the train window that fell short."""
+    goal = t.parse_objective("guarded")
+    easy, better = m(10, 100, 1000), m(8, 90, 1500)
+    held = [(better, easy)] * 3
+    assert t.verdict(goal, held, [0.2, 0.05, 0.3], margin=0.05)[0]
+    keep, why = t.verdict(goal, held, [0.2, 0.049, 0.3], margin=0.05)
+    assert not keep and "train window(s) 2 of 3" in why and "5%" in why and "held-out" not in why
+
+
+def test_the_fitting_search_starts_and_moves_within_its_bounds() -> None:
+    """The random starts are the same in every run and within the bounds; each neighbour moves one
+    weight by one step and stays within the bounds; a fitted setting's weights are the point's,
+    rounded, and read back as the point."""
+    points = t.first_points()
+    assert points == t.first_points() and len(points) == t.FIT_START
+    assert points[0] == {"fit_n": 0.0, "fit_rn": 0.0, "log_fit_s": -2.0}
+    for p in points:
+        assert all(lo <= p[k] <= hi for k, (lo, hi) in t.FIT_BOUNDS.items())
+    edge = {"fit_n": 3.0, "fit_rn": 0.0, "log_fit_s": -4.0}
+    moved = t.neighbours(edge, t.FIT_STEP)
+    assert len(moved) == 4  # nothing above fit_n's upper bound, nothing below log_fit_s's lower one
+    for q in moved:
+        assert sum(q[k] != edge[k] for k in edge) == 1
+        assert all(lo <= q[k] <= hi for k, (lo, hi) in t.FIT_BOUNDS.items())
+    base = t.Setting({"name": "priority", "params": {"reservation_depth": 2, "time_grain_s": 60}}, True)
+    s = t.fitted(base, {"fit_n": 0.123456, "fit_rn": -0.5, "log_fit_s": -1.0})
+    assert s.policy["params"] == {"reservation_depth": 2, "time_grain_s": 60, "order": "fitted",
+                                  "fit_r": 1.0, "fit_n": 0.123, "fit_rn": -0.5, "fit_s": 0.1}
+    assert s.predicted and t.params_of(s.policy)[1].order == "fitted"
+    assert t.point_of(s) == pytest.approx({"fit_n": 0.123, "fit_rn": -0.5, "log_fit_s": -1.0})
+
+
+def test_the_fitted_order_is_fitted_into_the_best_priority_setting() -> None:
+    """The base keeps the best priority setting's depth, grain and predictions, without its order or
+    wait cap; EASY (not a priority setting) is never the base even when it scores best."""
+    pool = [t.Setting(t.EASY), *t.settings(t.parse_space("order=sjf,fcfs;reservation_depth=1,2;"
+                                                         "time_grain_s=60;backfill_order=priority;"
+                                                         "predicted=false;wait_cap_s=3600"))]
+    train = {s.key: m(20, 100, 1000) for s in pool}
+    best = next(s for s in pool if s.policy["params"].get("order") == "sjf"
+                and s.policy["params"]["reservation_depth"] == 2)
+    train[best.key] = m(12, 90, 900)
+    train[pool[0].key] = m(5, 50, 500)  # EASY
+    base = t.fit_base(t.parse_objective("guarded"), pool, train, pool[0].key)
+    assert base.policy["params"] == {"reservation_depth": 2, "time_grain_s": 60, "backfill_order": "priority",
+                                     "selector": "first_fit"}
+
+
 def test_the_worst_one_percent_is_the_mean_of_the_largest() -> None:
     """200 values: the worst 1 % is the mean of the two largest."""
     import numpy as np
@@ -191,7 +241,7 @@ def test_the_report_falls_back_to_easy_when_a_fold_is_lost(scheduler: str, tmp_p
         assert f["guard_broken"] == (chosen["wait_max"] > 2 * easy["wait_max"]
                                      or chosen["wait_p99"] > easy["wait_p99"])
         assert f["beats_easy"] == (chosen["bsld"] < easy["bsld"] and not f["guard_broken"])
-    won = all(f["beats_easy"] for f in folds)
+    won = all(f["beats_easy"] and f["gain_vs_easy"]["train"] >= t.MARGIN for f in folds)
     assert report["recommendation"]["recommend"] == won
     assert report["policy"] == (folds[-1]["chosen"]["policy"] if won else t.EASY)
     assert report["guard"] == {"max_wait_factor": 2.0, "p99_wait_factor": 1.0}
@@ -234,6 +284,7 @@ def test_the_command_writes_the_report_plots_and_policy_block(scheduler: str, tm
     that POST /schedule's model accepts."""
     r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, [
         "tune", str(SDSC), "--jobs", "300", "--scheduler", scheduler, "--space", SMALL_SPACE,
+        "--fit-budget", "0",
         "--objective", "wait", "--results", str(tmp_path / "r.jsonl"), "--json", str(tmp_path / "t.json"),
         "--plots", str(tmp_path / "p")])
     assert r.exit_code == 0, r.output
@@ -252,3 +303,23 @@ def test_a_bad_space_is_refused_naming_the_option(tmp_path: Path) -> None:
     """A parameter the policy does not have is refused before any cluster starts."""
     r = CliRunner().invoke(cli, ["tune", str(SDSC), "--space", "speed=1,2"])
     assert r.exit_code != 0 and "--space" in r.output
+
+
+def test_tune_fits_the_weights_on_each_train_window_and_chooses_them(scheduler: str, tmp_path: Path) -> None:
+    """With first come, first served as the only order of the space, the fitting step adds fitted
+    settings to each fold's train results (within its budget, each a replay like the others: the same
+    measures as replaying it alone) and the choice, made by the objective over all of them, is a
+    fitted one: the fitted orders put short jobs first, which lowers the mean bsld."""
+    parts = t.rolling(sdsc(900), 2)
+    space = t.settings(t.parse_space("order=fcfs;reservation_depth=1;time_grain_s=1;predicted=false;"
+                                     "backfill_order=priority"))
+    report = run_tuning(parts, t.parse_objective("bsld"), space, tmp_path / "r.jsonl", scheduler,
+                        fit_budget=24)
+    for f, (train, _) in zip(report["folds"], parts, strict=True):
+        fitted = [row for row in f["train"] if '"fitted"' in row["key"]]
+        assert 16 < len(fitted) <= 24
+        assert f["train"][0]["bsld"] == min(row["bsld"] for row in f["train"])
+        assert f["chosen"]["policy"]["params"]["order"] == "fitted"
+        one = t.Setting(f["chosen"]["policy"], f["chosen"]["predicted"])
+        assert t.evaluate(train, one)["measures"]["bsld"] == f["train"][0]["bsld"]
+    assert report["settings"] == len(space) + 2 + len(fitted)

@@ -3,7 +3,8 @@
 P = min(w·Y + k1·p_user + k2·p_queue + k3·t_wait(min)·E, P_max), VIP first. A blocked job is
 reserved only once P reaches P_max or it has waited `reserve_after_wait_s`; until then lower
 jobs that fit may start, and while reservations exist they backfill into the gaps.
-`order` may replace the weighted order by fcfs, sjf or f1 (Carastan-Neto et al. 2017);
+`order` may replace the weighted order by fcfs, sjf, f1 (Carastan-Neto et al. 2017) or fitted (a
+score of the request, size and submit time whose weights `hpcsched tune` fits on the site's trace);
 `backfill_order=sjf` tries the jobs left once the reservations are made shortest first (EASY-SJBF).
 `wait_cap_s` adds the aging term to any order: a job that has waited that long ranks ahead of every
 job that has not, first come, first served among them (`order.aged`).
@@ -18,7 +19,17 @@ import numpy as np
 from app.sched.backfill import PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.model import Job
-from app.sched.order import ScoreAll, Scored, aged, each, f1_score, fcfs_scores, sjf_score, weighted_score
+from app.sched.order import (
+    ScoreAll,
+    Scored,
+    aged,
+    each,
+    f1_score,
+    fcfs_scores,
+    fitted_score,
+    sjf_score,
+    weighted_score,
+)
 from app.sched.params import PriorityParams
 from app.sched.policies.base import BasePolicy, StandingKey, standing
 from app.sched.selectors import NodeView
@@ -41,8 +52,9 @@ class PriorityPolicy(BasePolicy):
 
     def _order(self, cluster: ClusterIndex, view: NodeView) -> ScoreAll:
         p = self.params
-        if p.order in _PLAIN_ORDERS:
-            return _PLAIN_ORDERS[p.order]
+        standing_order = self._standing_order()
+        if standing_order is not None:
+            return standing_order
 
         def weighted(job: Job, now: float) -> Scored:
             e = p.resource_evaluation
@@ -52,11 +64,18 @@ class PriorityPolicy(BasePolicy):
 
         return each(weighted)
 
+    def _standing_order(self) -> ScoreAll | None:
+        """The order when it is fcfs, sjf, f1 or fitted (whose ranks never move with time)."""
+        p = self.params
+        if p.order == "fitted":
+            return each(lambda job, now: fitted_score(job, p))
+        return _PLAIN_ORDERS.get(p.order)
+
     def standing_key(self) -> StandingKey | None:
-        """fcfs, sjf and f1 keep a job's rank with time; the weighted order does not (the age term,
-        and the reservation threshold), nor any order with a wait cap (a job jumps ahead once it
-        has waited the cap)."""
-        plain = _PLAIN_ORDERS.get(self.params.order)
+        """fcfs, sjf, f1 and fitted keep a job's rank with time; the weighted order does not (the age
+        term, and the reservation threshold), nor any order with a wait cap (a job jumps ahead once
+        it has waited the cap)."""
+        plain = self._standing_order()
         return None if plain is None or self.params.wait_cap_s is not None else standing(plain)
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
