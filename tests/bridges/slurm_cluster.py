@@ -282,3 +282,11 @@ def free_ports(count: int) -> list[int]:
     for s in socks:
         s.close()
     return ports
+
+
+def submit(slurm: LocalSlurm, *args: str, sleep: int = 3) -> str:
+    """A job that records its run in `ran` under the cluster's root (so a second run would show),
+    then sleeps; its id."""
+    out = slurm.run("sbatch", "--parsable", f"--chdir={slurm.root}", "-o", "/dev/null", "-t", "2", *args,
+                    "--wrap", f"echo $SLURM_JOB_ID >> {slurm.root / 'ran'}; sleep {sleep}")
+    return out.strip().split(";")[0]

@@ -22,7 +22,7 @@ from app.bridges.slurm.state import BridgeState
 from app.main import create_app
 from app.settings import Settings
 from tests.app_server import served
-from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries
+from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries, submit
 from tests.bridges.workload import Ran, records
 from tests.redis_server import BINARY, RedisServer
 
@@ -48,12 +48,6 @@ def slurm(tmp_path: Path) -> Iterator[LocalSlurm]:
         yield s
     finally:
         s.stop()
-
-
-def submit(slurm: LocalSlurm, *args: str, sleep: int = 3) -> str:
-    out = slurm.run("sbatch", "--parsable", f"--chdir={slurm.root}", "-o", "/dev/null", "-t", "2",
-                    *args, "--wrap", f"sleep {sleep}")
-    return out.strip().split(";")[0]
 
 
 def plain_mix(slurm: LocalSlurm) -> list[str]:

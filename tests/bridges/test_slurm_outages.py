@@ -23,7 +23,7 @@ from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import Decide, in_process
 from app.bridges.slurm.state import BridgeState
 from schemas.schedule import ScheduleRequest, ScheduleResponse
-from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries
+from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries, submit
 from tests.bridges.test_slurm_faults import _no_over_commit
 from tests.bridges.workload import Ran, records
 
@@ -45,13 +45,6 @@ def started(slurm: LocalSlurm) -> Iterator[LocalSlurm]:
         yield slurm
     finally:
         slurm.stop()
-
-
-def submit(slurm: LocalSlurm, *args: str, sleep: int = 3) -> str:
-    """A job that records its run in `ran` (so a second run would show), then sleeps."""
-    out = slurm.run("sbatch", "--parsable", f"--chdir={slurm.root}", "-o", "/dev/null", "-t", "2", *args,
-                    "--wrap", f"echo $SLURM_JOB_ID >> {slurm.root / 'ran'}; sleep {sleep}")
-    return out.strip().split(";")[0]
 
 
 def bridge(slurm: LocalSlurm, tmp_path: Path, decide: Decide | None = None,
