@@ -34,6 +34,13 @@ BULK_WAITS_FROM = 64
 # a run of fewer sure waits than this between two jobs looked at is looked at job by job (the same
 # answers): bringing the counts up to date for it costs more than `_one` on each
 SHORTEST_RUN = 8
+# the counts are made only once this many jobs in a row, looked at one by one, waited in full queues
+# (0: as soon as a queue is full). Making them costs about as much as looking at a thousand jobs (a
+# pass over the queue and a member table per eligible set): where starts and waits alternate (a
+# start-heavy queue: runs of at most ~9 waits at 10k x 5k and 50k x 20k in bench/workload.py) they
+# would answer next to nothing in bulk; a saturated queue, whose waits come in long runs, gets them
+# after a few looks
+WAITS_BEFORE_BULK = 2 * SHORTEST_RUN
 
 
 def _always(job: Job) -> bool:
@@ -128,11 +135,9 @@ class BackfillPass:
             for job in jobs:
                 self._one(job)
             return
-        pos = 0
-        while pos < len(jobs) and not (self.filled or self.depth == 0):
-            self._one(jobs[pos])
-            pos += 1
-        jobs = jobs[pos:]
+        jobs = jobs[self._until_waits_run(jobs):]
+        if not jobs:
+            return
         waits = SureWaits.of(jobs, self.cluster, self.profile, self._holds_up)
         # as `_one` would: every job adds its key, or follows a job that added it (`stuck`)
         self.out.examined |= waits.keys()
@@ -144,6 +149,19 @@ class BackfillPass:
                 waits.count_clear(self, full, pos)
                 counted = self.filled
             pos = self._until_changed(jobs, pos, waits, full)
+
+    def _until_waits_run(self, jobs: Sequence[Job]) -> int:
+        """Look at jobs one by one until a queue is full and the last `WAITS_BEFORE_BULK` of them
+        all waited in full queues (a run of waits the counts may pay for); the position reached."""
+        pending, run = self.out.pending, 0
+        for pos, job in enumerate(jobs):
+            if run >= WAITS_BEFORE_BULK and (self.filled or self.depth == 0):
+                return pos
+            before = len(pending)
+            self._one(job)
+            waited = len(pending) > before and self.budget.hit is None and self._full(job.queue)
+            run = run + 1 if waited else 0
+        return len(jobs)
 
     def _until_changed(self, jobs: Sequence[Job], pos: int, waits: SureWaits, full: np.ndarray) -> int:
         """From `pos` on, answer the sure waits at once and look at the other jobs, until the end

@@ -151,9 +151,12 @@ def test_a_demand_per_node_answers_as_each_nodes_own_triple(seed, n, bookings) -
         assert cover[x] == profile.first_cover_of(np.array([x]), one)[0]
 
 
-def _both_ways(snap: Snapshot, jobs: list[Job], name: str, params: object) -> tuple[Decision, Decision]:
-    """The decision with the jobs that surely wait answered at once, and looked at one by one."""
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0), mock.patch.object(backfill, "SHORTEST_RUN", 1):
+def _both_ways(snap: Snapshot, jobs: list[Job], name: str, params: object,
+               after: int = 0) -> tuple[Decision, Decision]:
+    """The decision with the jobs that surely wait answered at once (their counts made once `after`
+    jobs in a row waited in full queues), and looked at one by one."""
+    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0), mock.patch.object(backfill, "SHORTEST_RUN", 1), \
+            mock.patch.object(backfill, "WAITS_BEFORE_BULK", after):
         fast = decide(snap, jobs, name, params)  # at any queue length, every run of sure waits at once
     with mock.patch.object(backfill, "BULK_WAITS_FROM", 10**9):
         plain = decide(snap, jobs, name, params)
@@ -161,22 +164,25 @@ def _both_ways(snap: Snapshot, jobs: list[Job], name: str, params: object) -> tu
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
-@given(case=snapshots_and_jobs(), common=common_params(), depth=st.sampled_from([None, 0, 1, 2]))
-def test_bulk_waits_give_the_plain_decision(name, case, common, depth) -> None:  # noqa: ANN001
+@given(case=snapshots_and_jobs(), common=common_params(), depth=st.sampled_from([None, 0, 1, 2]),
+       after=st.sampled_from([0, 1, 3]))
+def test_bulk_waits_give_the_plain_decision(name, case, common, depth, after) -> None:  # noqa: ANN001
     """The whole decision (starts, reservations, every job's reason and detail in the same order,
-    priorities, summary) is the one `_one` gives job by job, on random clusters and queues."""
+    priorities, summary) is the one `_one` gives job by job, on random clusters and queues, whenever
+    the counts are first made (`after` waits in a row)."""
     snap, jobs = case
     params = params_for(name, common, depth)
-    fast, plain = _both_ways(snap, jobs, name, params)
+    fast, plain = _both_ways(snap, jobs, name, params, after)
     assert fast == plain
 
 
 @pytest.mark.parametrize("name", ["easy", "priority", "memory_backfill"])
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n_nodes=st.integers(4, 64), n_jobs=st.integers(1, 150),
-       depth=st.sampled_from([1, 2, 5]), backfill_order=st.sampled_from(["priority", "sjf"]))
-def test_bulk_waits_on_a_busy_machine_of_one_core_nodes(name, seed, n_nodes, n_jobs, depth,
-                                                        backfill_order) -> None:  # noqa: ANN001
+       depth=st.sampled_from([1, 2, 5]), backfill_order=st.sampled_from(["priority", "sjf"]),
+       after=st.sampled_from([0, 2, backfill.WAITS_BEFORE_BULK]))
+def test_bulk_waits_on_a_busy_machine_of_one_core_nodes(name, seed, n_nodes, n_jobs, depth, backfill_order,
+                                                        after) -> None:  # noqa: ANN001
     """A replay's decisions: one-core nodes mostly busy, a long queue of jobs of one to many nodes
     (most of them unfit), in one queue or two sharing nodes."""
     rng = np.random.default_rng(seed)
@@ -191,7 +197,7 @@ def test_bulk_waits_on_a_busy_machine_of_one_core_nodes(name, seed, n_nodes, n_j
                 cpu=1, queue="b" if two and rng.random() < 0.4 else "a")
             for i in range(n_jobs)]
     params = params_for(name, {"backfill_order": backfill_order}, depth)
-    fast, plain = _both_ways(snapshot(nodes, run), jobs, name, params)
+    fast, plain = _both_ways(snapshot(nodes, run), jobs, name, params, after)
     assert fast == plain
 
 
