@@ -41,6 +41,14 @@ SHORTEST_RUN = 8
 # would answer next to nothing in bulk; a saturated queue, whose waits come in long runs, gets them
 # after a few looks
 WAITS_BEFORE_BULK = 2 * SHORTEST_RUN
+# a maintenance window ahead counts as its nodes' earliest booking where it starts first (see
+# `take_start`): a job that would still run when it begins surely fails there, so no look at its
+# bookings (nor the availability matrices they need) is made for it; False: only reservations count
+WINDOWS_AS_TAKES = True
+# a start ranks its candidates once, deep enough for the doubtful ones (a selector's best k extend
+# its best n: `Selector.order`), instead of the best n and then, if one is booked, again deeper;
+# False: twice, the reference of the tests
+ONE_RANKING = True
 
 
 def _always(job: Job) -> bool:
@@ -103,11 +111,14 @@ class BackfillPass:
         # later job with a release as late and more nodes than that is blocked too
         self.clear_counts: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]],
                                 list[tuple[float, int]]] = {}
-        # per node, the start of its earliest booking by `_reserve` (made at the first), and its
-        # capacity less that booking's demand: bookings only take, so while no promise is given
-        # back a node has at most that room free while that booking holds
+        # per node, the start of its earliest booking by `_reserve` or a maintenance window ahead
+        # (made at the first), and its capacity less that booking's demand: bookings only take, so
+        # while no promise is given back a node has at most that room free while that booking holds
         self.take_start: np.ndarray | None = None
         self.room = np.zeros((3, 0), dtype=np.int64)
+        if WINDOWS_AS_TAKES:
+            for nodes, start, end, d in profile.blocks:
+                self._note_take(nodes, start, end, d)
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
@@ -432,6 +443,8 @@ class BackfillPass:
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
         if self._surely_blocked(key, d, n, release):
             return None, True
+        if ONE_RANKING and not (n == 1 and self.selector.IN_ORDER):
+            return self._start_ranked(elig, fits, key, d, n, release)
         ranked, cand = self._rank_fitting(elig, fits, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
         if self._any_booked_before(ranked, release):
@@ -444,6 +457,26 @@ class BackfillPass:
             if len(ranked) < n:  # then every candidate was looked at: len(ranked) are clear
                 self.clear_counts.setdefault((key, d), []).append((release, len(ranked)))
                 return None, True
+        self.profile.start(ranked, d, release)
+        return ranked, True
+
+    def _start_ranked(self, elig: Eligible, fits: np.ndarray, key: tuple[str, frozenset[str]],
+                      d: tuple[int, int, int], n: int, release: float) -> tuple[np.ndarray | None, bool]:
+        """The rest of `_try_start` with the candidates ranked once: as deep as n plus the doubtful
+        ones (booked before `release`), whose first n are the best n (`Selector.order`); if none of
+        those is booked before then they are the answer, else the first n clear of the ranking."""
+        cand = elig.nodes(fits.nonzero()[0])
+        doubtful = 0
+        if self.profile.any_booking:  # (else every first booking is INF)
+            doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
+        ranked = self.selector.order(self.view, cand, d, min(len(cand), n + doubtful))
+        if doubtful and self._any_booked_before(ranked[:n], release):
+            ranked = self._first_clear(ranked, d, release, n)
+            if len(ranked) < n:  # then every candidate was looked at: len(ranked) are clear
+                self.clear_counts.setdefault((key, d), []).append((release, len(ranked)))
+                return None, True
+        else:
+            ranked = ranked[:n]
         self.profile.start(ranked, d, release)
         return ranked, True
 

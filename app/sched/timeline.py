@@ -90,6 +90,7 @@ class Profile:
         self.first_booking = np.full(n, INF)  # earliest booking start per node
         self.any_booking = False  # whether anything was booked yet (first_booking all INF until then)
         self.any_window = False  # whether a maintenance window took anything (see `block`)
+        self.blocks: list[tuple[np.ndarray, float, float, Demand]] = []  # the windows' takes, as given
         self.shrunk: list[np.ndarray] = []  # the nodes of each start, in order: free shrank there
         self.rows_read = 0  # node rows the pass's questions read: a measure of its work (tests)
 
@@ -387,6 +388,7 @@ class Profile:
         maintenance window (`booked`, which says a node holds a reservation, stays as it was)."""
         self._take(nodes, start, end, d)
         self.any_window = True
+        self.blocks.append((nodes, start, end, d))
 
     def _take(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
         self._record(nodes, (start, end, d))
