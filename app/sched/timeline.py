@@ -34,8 +34,10 @@ Change = tuple[float, float, Triple]  # take d over [t0, t1); t0 <= now: in forc
 Batch = tuple[float, float, Demand]  # a change recorded for many nodes at once
 Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
-# from this many changes waiting on, one rebuild of their rows beats folding them one by one
-REBUILD_FROM = 8
+# from this many changes waiting on, one rebuild of their rows beats folding them one by one (each
+# fold is one compiled call now: 32 measured 4-6 % faster than 8 on conservative/priority passes at
+# 10k x 5k and on Python replays, bench/README 2026-11-27)
+REBUILD_FROM = 32
 # fold a change on all its nodes in a few numpy steps; False folds it node by node on Python
 # lists (`_fold_row`, the plain way, kept for checks and as the reference of the tests)
 FOLD_BY_BATCH = True
