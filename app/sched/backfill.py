@@ -34,6 +34,21 @@ BULK_WAITS_FROM = 64
 # a run of fewer sure waits than this between two jobs looked at is looked at job by job (the same
 # answers): bringing the counts up to date for it costs more than `_one` on each
 SHORTEST_RUN = 8
+# the counts are made only once this many jobs in a row, looked at one by one, waited in full queues
+# (0: as soon as a queue is full). Making them costs about as much as looking at a thousand jobs (a
+# pass over the queue and a member table per eligible set): where starts and waits alternate (a
+# start-heavy queue: runs of at most ~9 waits at 10k x 5k and 50k x 20k in bench/workload.py) they
+# would answer next to nothing in bulk; a saturated queue, whose waits come in long runs, gets them
+# after a few looks
+WAITS_BEFORE_BULK = 2 * SHORTEST_RUN
+# a maintenance window ahead counts as its nodes' earliest booking where it starts first (see
+# `take_start`): a job that would still run when it begins surely fails there, so no look at its
+# bookings (nor the availability matrices they need) is made for it; False: only reservations count
+WINDOWS_AS_TAKES = True
+# a start ranks its candidates once, deep enough for the doubtful ones (a selector's best k extend
+# its best n: `Selector.order`), instead of the best n and then, if one is booked, again deeper;
+# False: twice, the reference of the tests
+ONE_RANKING = True
 
 
 def _always(job: Job) -> bool:
@@ -96,11 +111,14 @@ class BackfillPass:
         # later job with a release as late and more nodes than that is blocked too
         self.clear_counts: dict[tuple[tuple[str, frozenset[str]], tuple[int, int, int]],
                                 list[tuple[float, int]]] = {}
-        # per node, the start of its earliest booking by `_reserve` (made at the first), and its
-        # capacity less that booking's demand: bookings only take, so while no promise is given
-        # back a node has at most that room free while that booking holds
+        # per node, the start of its earliest booking by `_reserve` or a maintenance window ahead
+        # (made at the first), and its capacity less that booking's demand: bookings only take, so
+        # while no promise is given back a node has at most that room free while that booking holds
         self.take_start: np.ndarray | None = None
         self.room = np.zeros((3, 0), dtype=np.int64)
+        if WINDOWS_AS_TAKES:
+            for nodes, start, end, d in profile.blocks:
+                self._note_take(nodes, start, end, d)
         self.out = PassResult()
 
     def run(self, jobs: Sequence[Job]) -> PassResult:
@@ -128,11 +146,9 @@ class BackfillPass:
             for job in jobs:
                 self._one(job)
             return
-        pos = 0
-        while pos < len(jobs) and not (self.filled or self.depth == 0):
-            self._one(jobs[pos])
-            pos += 1
-        jobs = jobs[pos:]
+        jobs = jobs[self._until_waits_run(jobs):]
+        if not jobs:
+            return
         waits = SureWaits.of(jobs, self.cluster, self.profile, self._holds_up)
         # as `_one` would: every job adds its key, or follows a job that added it (`stuck`)
         self.out.examined |= waits.keys()
@@ -144,6 +160,19 @@ class BackfillPass:
                 waits.count_clear(self, full, pos)
                 counted = self.filled
             pos = self._until_changed(jobs, pos, waits, full)
+
+    def _until_waits_run(self, jobs: Sequence[Job]) -> int:
+        """Look at jobs one by one until a queue is full and the last `WAITS_BEFORE_BULK` of them
+        all waited in full queues (a run of waits the counts may pay for); the position reached."""
+        pending, run = self.out.pending, 0
+        for pos, job in enumerate(jobs):
+            if run >= WAITS_BEFORE_BULK and (self.filled or self.depth == 0):
+                return pos
+            before = len(pending)
+            self._one(job)
+            waited = len(pending) > before and self.budget.hit is None and self._full(job.queue)
+            run = run + 1 if waited else 0
+        return len(jobs)
 
     def _until_changed(self, jobs: Sequence[Job], pos: int, waits: SureWaits, full: np.ndarray) -> int:
         """From `pos` on, answer the sure waits at once and look at the other jobs, until the end
@@ -414,6 +443,8 @@ class BackfillPass:
         release = release_time(self.now + job.walltime_s, self.now, self.grain)
         if self._surely_blocked(key, d, n, release):
             return None, True
+        if ONE_RANKING and not (n == 1 and self.selector.IN_ORDER):
+            return self._start_ranked(elig, fits, key, d, n, release)
         ranked, cand = self._rank_fitting(elig, fits, d, n)
         # a node is surely fine when its first booking starts after the job ends (seed 000 (a))
         if self._any_booked_before(ranked, release):
@@ -426,6 +457,26 @@ class BackfillPass:
             if len(ranked) < n:  # then every candidate was looked at: len(ranked) are clear
                 self.clear_counts.setdefault((key, d), []).append((release, len(ranked)))
                 return None, True
+        self.profile.start(ranked, d, release)
+        return ranked, True
+
+    def _start_ranked(self, elig: Eligible, fits: np.ndarray, key: tuple[str, frozenset[str]],
+                      d: tuple[int, int, int], n: int, release: float) -> tuple[np.ndarray | None, bool]:
+        """The rest of `_try_start` with the candidates ranked once: as deep as n plus the doubtful
+        ones (booked before `release`), whose first n are the best n (`Selector.order`); if none of
+        those is booked before then they are the answer, else the first n clear of the ranking."""
+        cand = elig.nodes(fits.nonzero()[0])
+        doubtful = 0
+        if self.profile.any_booking:  # (else every first booking is INF)
+            doubtful = int(np.count_nonzero(self.profile.first_booking[cand] < release))
+        ranked = self.selector.order(self.view, cand, d, min(len(cand), n + doubtful))
+        if doubtful and self._any_booked_before(ranked[:n], release):
+            ranked = self._first_clear(ranked, d, release, n)
+            if len(ranked) < n:  # then every candidate was looked at: len(ranked) are clear
+                self.clear_counts.setdefault((key, d), []).append((release, len(ranked)))
+                return None, True
+        else:
+            ranked = ranked[:n]
         self.profile.start(ranked, d, release)
         return ranked, True
 

@@ -34,8 +34,10 @@ Change = tuple[float, float, Triple]  # take d over [t0, t1); t0 <= now: in forc
 Batch = tuple[float, float, Demand]  # a change recorded for many nodes at once
 Columns = slice | np.ndarray  # some nodes: a slice of the node axis, or node indices
 INF = math.inf
-# from this many changes waiting on, one rebuild of their rows beats folding them one by one
-REBUILD_FROM = 8
+# from this many changes waiting on, one rebuild of their rows beats folding them one by one (each
+# fold is one compiled call now: 32 measured 4-6 % faster than 8 on conservative/priority passes at
+# 10k x 5k and on Python replays, bench/README 2026-11-27)
+REBUILD_FROM = 32
 # fold a change on all its nodes in a few numpy steps; False folds it node by node on Python
 # lists (`_fold_row`, the plain way, kept for checks and as the reference of the tests)
 FOLD_BY_BATCH = True
@@ -90,6 +92,7 @@ class Profile:
         self.first_booking = np.full(n, INF)  # earliest booking start per node
         self.any_booking = False  # whether anything was booked yet (first_booking all INF until then)
         self.any_window = False  # whether a maintenance window took anything (see `block`)
+        self.blocks: list[tuple[np.ndarray, float, float, Demand]] = []  # the windows' takes, as given
         self.shrunk: list[np.ndarray] = []  # the nodes of each start, in order: free shrank there
         self.rows_read = 0  # node rows the pass's questions read: a measure of its work (tests)
 
@@ -387,6 +390,7 @@ class Profile:
         maintenance window (`booked`, which says a node holds a reservation, stays as it was)."""
         self._take(nodes, start, end, d)
         self.any_window = True
+        self.blocks.append((nodes, start, end, d))
 
     def _take(self, nodes: np.ndarray, start: float, end: float, d: Demand) -> None:
         self._record(nodes, (start, end, d))

@@ -109,7 +109,8 @@ def test_bulk_waits_under_a_budget_decide_as_one_by_one(policy: str, cap: int | 
     (every run of them, or the longer ones) gives the decision of the pass that looks at each job."""
     snap, jobs = _many_shapes(200, 300)
     with mock.patch.object(backfill, "BULK_WAITS_FROM", 0), \
-            mock.patch.object(backfill, "SHORTEST_RUN", shortest):
+            mock.patch.object(backfill, "SHORTEST_RUN", shortest), \
+            mock.patch.object(backfill, "WAITS_BEFORE_BULK", 2 * shortest):
         fast = decide(snap, jobs, policy, None, Budget(max_jobs=cap))
     with mock.patch.object(backfill, "BULK_WAITS_FROM", 10**9):
         plain = decide(snap, jobs, policy, None, Budget(max_jobs=cap))

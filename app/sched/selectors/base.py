@@ -2,7 +2,9 @@
 
 A selector ranks the candidate nodes for one job: `order(view, cand, demand, k)` returns the best
 `k` of `cand` (absolute node indices, ascending), best first. Ties always go to the lower index,
-which is the lower node id within a queue.
+which is the lower node id within a queue. The best k are the first k of one ranking of `cand`, so
+for n <= k the best n are the first n of the best k (a pass ranks once, deep enough for both:
+tests/sched/test_fast_paths.py holds every selector to it).
 """
 
 from __future__ import annotations
