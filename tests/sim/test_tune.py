@@ -352,6 +352,13 @@ def test_a_bad_space_is_refused_naming_the_option(tmp_path: Path) -> None:
     assert r.exit_code != 0 and "--space" in r.output
 
 
+@pytest.mark.parametrize("bad", ["guarded:p99=0", "guarded:max=-0.5"])
+def test_a_guard_factor_not_above_zero_is_refused_naming_the_option(bad: str) -> None:
+    """A factor of 0 or below is refused before any cluster starts, naming --objective and the rule."""
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--objective", bad])
+    assert r.exit_code == 2 and "--objective" in r.output and "F > 0" in r.output
+
+
 def test_tune_fits_the_weights_on_each_train_window_and_chooses_them(scheduler: str, tmp_path: Path) -> None:
     """With first come, first served as the only order of the space, the fitting step adds fitted
     settings to each fold's train results (within its budget, each a replay like the others: the same
