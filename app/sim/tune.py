@@ -17,7 +17,8 @@ measures, each divided by EASY's on the train part so units do not weigh), `maxw
 longest wait when none does).
 
 A choice *beats EASY* on a held-out window when its mean bsld is lower than EASY's there and the
-guard holds there (its longest and p99 waits within the factors of EASY's on that window); a choice
+guard holds there (its longest and p99 waits within the factors of EASY's on that window, a factor
+under 1 taken as 1: such a factor is a margin asked of the train window only, `judged`); a choice
 breaking the guard on a held-out window is flagged. `verdict` recommends the latest fold's choice
 only when every fold's choice beats EASY on its held-out window; otherwise it says to keep EASY.
 """
@@ -29,7 +30,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -296,7 +297,8 @@ def parse_objective(text: str) -> Objective:
 
 
 def _guarded(rest: str) -> Objective:
-    """`guarded:max=2,p99=1`: each factor at least 1 (EASY itself must qualify)."""
+    """`guarded:max=2,p99=1`: each factor finite and above 0. A factor under 1 asks the train window
+    for a tail shorter than EASY's (a margin for the next window; EASY itself still qualifies)."""
     factors = dict(GUARD)
     for part in (p.strip() for p in rest.split(",") if p.strip()):
         key, sep, value = part.partition("=")
@@ -304,10 +306,17 @@ def _guarded(rest: str) -> Objective:
             factor = float(value)
         except ValueError:
             factor = math.nan
-        if not sep or key.strip() not in GUARD or not factor >= 1 or math.isinf(factor):
-            raise ValueError(f"guarded: {part!r} is not max=F or p99=F with a finite factor F >= 1")
+        if not sep or key.strip() not in GUARD or not factor > 0 or math.isinf(factor):
+            raise ValueError(f"guarded: {part!r} is not max=F or p99=F with a finite factor F > 0")
         factors[key.strip()] = factor
     return Objective("guarded", max_factor=factors["max"], p99_factor=factors["p99"])
+
+
+def judged(objective: Objective) -> Objective:
+    """The guard a choice is judged by on a held-out window: the objective's factors, none under 1 (a
+    factor under 1 is a margin asked of the train window; held out, no worse than EASY is the bar)."""
+    return replace(objective, max_factor=max(objective.max_factor, 1.0),
+                   p99_factor=max(objective.p99_factor, 1.0))
 
 
 def guard_holds(objective: Objective, m: Mapping[str, float], easy: Mapping[str, float]) -> bool:
@@ -326,8 +335,8 @@ def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, f
     if objective.kind == "maxwait-cap":
         over = m["wait_max"] > objective.cap_s
         return 1e12 + m["wait_max"] if over else m["bsld"]
-    if objective.kind == "guarded":
-        return m["bsld"] if guard_holds(objective, m, baseline) else 1e12 + m["bsld"]
+    if objective.kind == "guarded":  # EASY itself qualifies, whatever the factors
+        return m["bsld"] if m == baseline or guard_holds(objective, m, baseline) else 1e12 + m["bsld"]
     return m[objective.kind]
 
 
@@ -351,7 +360,7 @@ def gain(objective: Objective, chosen: Mapping[str, float], easy: Mapping[str, f
 def beats_easy(objective: Objective, chosen: Mapping[str, float], easy: Mapping[str, float]) -> bool:
     """On one held-out window: a lower mean bsld than EASY's, and the guard holds there."""
     return (chosen.get("unstarted", 0.0) == 0 and chosen["bsld"] < easy["bsld"]
-            and guard_holds(objective, chosen, easy))
+            and guard_holds(judged(objective), chosen, easy))
 
 
 Measures = Mapping[str, float]
@@ -369,14 +378,14 @@ def verdict(objective: Objective, held: list[tuple[Measures, Measures]],
     if not short and not lost:
         return True, (f"on all {len(held)} train windows the choice was at least {margin:.0%} better than "
                       f"EASY, and on all {len(held)} held-out windows it had a lower mean bsld than EASY "
-                      f"with {objective.guard_text()}")
+                      f"with {judged(objective).guard_text()}")
     why = []
     if short:
         why.append(f"on train window(s) {_listed(short)} of {len(held)} the choice was not at least "
                    f"{margin:.0%} better than EASY (the margin)")
     if lost:
         why.append(f"on held-out window(s) {_listed(lost)} of {len(held)} the choice did not have both a "
-                   f"lower mean bsld than EASY and {objective.guard_text()}")
+                   f"lower mean bsld than EASY and {judged(objective).guard_text()}")
     return False, "keep EASY: " + "; ".join(why)
 
 

@@ -48,11 +48,37 @@ def test_the_objective_chooses_on_hand_numbers(objective: str, best: str) -> Non
 
 
 @pytest.mark.parametrize("bad", ["slowdown", "mix:bsld", "mix:speed=1", "maxwait-cap:soon", "bsld:2",
-                                 "guarded:max=0.5", "guarded:mean=2", "guarded:max=inf", "guarded:p99"])
+                                 "guarded:max=0", "guarded:p99=-1", "guarded:p99=nan", "guarded:mean=2",
+                                 "guarded:max=inf", "guarded:p99"])
 def test_a_bad_objective_is_refused(bad: str) -> None:
     """An objective that does not parse is an error, not a default."""
     with pytest.raises(ValueError):
         t.parse_objective(bad)
+
+
+def test_a_guard_factor_under_one_asks_the_train_window_for_a_shorter_tail() -> None:
+    """p99=0.9 refuses a setting whose p99 wait is 95 % of EASY's, which the default guard lets in;
+    with factors no setting meets, EASY itself is chosen (never the unguarded best)."""
+    train = {**TRAIN, "d": m(8.5, 95, 900)}  # p99 95: within 1x EASY's 100, not within 0.9x
+    assert t.choose(t.parse_objective("guarded"), train, "easy") == "d"
+    strict = t.parse_objective("guarded:p99=0.9")
+    assert (strict.max_factor, strict.p99_factor) == (2.0, 0.9)
+    assert t.choose(strict, train, "easy") == "b"  # p99 60 <= 90
+    assert t.choose(t.parse_objective("guarded:max=0.5,p99=0.5"), train, "easy") == "easy"
+
+
+def test_a_guard_factor_under_one_is_judged_held_out_against_easy_itself() -> None:
+    """Held out, a factor under 1 counts as 1: a choice with p99 95 % of EASY's beats EASY under
+    guarded:p99=0.9 (the margin was the train window's), one with 105 % does not; factors over 1 are
+    the bar as given."""
+    easy = m(10, 100, 1000)
+    strict, wide = t.parse_objective("guarded:max=1.5,p99=0.9"), t.parse_objective("guarded:max=3,p99=1.2")
+    assert (t.judged(strict).max_factor, t.judged(strict).p99_factor) == (1.5, 1.0)
+    assert t.judged(wide) == wide
+    assert t.beats_easy(strict, m(8, 95, 1400), easy)
+    assert not t.beats_easy(strict, m(8, 105, 1400), easy) and not t.beats_easy(strict, m(8, 95, 1600), easy)
+    keep, why = t.verdict(strict, [(m(8, 95, 1400), easy)] * 2)
+    assert keep and "p99 wait <= 1x" in why and "longest wait <= 1.5x" in why
 
 
 def test_the_space_is_every_combination_and_bounded() -> None:
@@ -244,7 +270,28 @@ def test_the_report_falls_back_to_easy_when_a_fold_is_lost(scheduler: str, tmp_p
     won = all(f["beats_easy"] and f["gain_vs_easy"]["train"] >= t.MARGIN for f in folds)
     assert report["recommendation"]["recommend"] == won
     assert report["policy"] == (folds[-1]["chosen"]["policy"] if won else t.EASY)
-    assert report["guard"] == {"max_wait_factor": 2.0, "p99_wait_factor": 1.0}
+    assert report["guard"] == report["held_out_guard"] == {"max_wait_factor": 2.0, "p99_wait_factor": 1.0}
+
+
+def test_a_guard_under_one_chooses_on_the_train_tail_and_judges_against_easy(scheduler: str,
+                                                                            tmp_path: Path) -> None:
+    """guarded:max=1.5,p99=0.9 on a real slice: each fold's choice is EASY or has a train p99 wait
+    at most 0.9x and a longest wait at most 1.5x EASY's; held out, it is judged with p99 <= 1x."""
+    goal = t.parse_objective("guarded:max=1.5,p99=0.9")
+    space = SMALL_SPACE.replace("wait_cap_s=null", "wait_cap_s=null,3600")
+    report = run_tuning(t.rolling(sdsc(600), 3), goal, t.settings(t.parse_space(space)),
+                        tmp_path / "r.jsonl", scheduler, fit_budget=4)
+    assert report["guard"] == {"max_wait_factor": 1.5, "p99_wait_factor": 0.9}
+    assert report["held_out_guard"] == {"max_wait_factor": 1.5, "p99_wait_factor": 1.0}
+    for f in report["folds"]:
+        rows = {r["key"]: r for r in f["train"]}
+        easy, chosen = rows[t.Setting(t.EASY).key], rows[t.Setting(f["chosen"]["policy"],
+                                                                     f["chosen"]["predicted"]).key]
+        assert chosen is easy or (chosen["wait_p99"] <= 0.9 * easy["wait_p99"]
+                                  and chosen["wait_max"] <= 1.5 * easy["wait_max"])
+        held, held_easy = f["held_out"]["chosen"], f["held_out"]["easy"]
+        assert f["guard_broken"] == (held["wait_max"] > 1.5 * held_easy["wait_max"]
+                                     or held["wait_p99"] > held_easy["wait_p99"])
 
 
 def test_an_interrupted_sweep_resumes_without_redoing_finished_runs(scheduler: str, tmp_path: Path) -> None:
@@ -303,6 +350,13 @@ def test_a_bad_space_is_refused_naming_the_option(tmp_path: Path) -> None:
     """A parameter the policy does not have is refused before any cluster starts."""
     r = CliRunner().invoke(cli, ["tune", str(SDSC), "--space", "speed=1,2"])
     assert r.exit_code != 0 and "--space" in r.output
+
+
+@pytest.mark.parametrize("bad", ["guarded:p99=0", "guarded:max=-0.5"])
+def test_a_guard_factor_not_above_zero_is_refused_naming_the_option(bad: str) -> None:
+    """A factor of 0 or below is refused before any cluster starts, naming --objective and the rule."""
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--objective", bad])
+    assert r.exit_code == 2 and "--objective" in r.output and "F > 0" in r.output
 
 
 def test_tune_fits_the_weights_on_each_train_window_and_chooses_them(scheduler: str, tmp_path: Path) -> None:
