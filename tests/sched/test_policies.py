@@ -242,3 +242,15 @@ def test_shortest_backfill_first_picks_the_shorter_of_two_rivals() -> None:
     assert starts(plain) == {"B": (("n2",), StartKind.BACKFILL)}
     assert starts(sjbf) == {"C": (("n2",), StartKind.BACKFILL)}
     assert reasons(sjbf) == {"B": Reason.resources}
+
+
+def test_a_reservation_tie_goes_to_the_first_node_even_if_it_carries_a_booking() -> None:
+    """a and b are full until 6600. X (1 cpu, 1 h) reserves a, the first of the tie; Y (1 cpu,
+    10 min) is free at 6600 on both too, and a keeps 3 cpus beside X: Y also goes to a, the first
+    node in node order. (The search left a's start unsearched, since its bound only equalled b's,
+    and Y went to b: found by tests/sched/test_reference.py.)"""
+    snap = snapshot([node("a"), node("b")], [running("ra", {"a": (4, 0, 0)}, NOW + 600),
+                                             running("rb", {"b": (4, 0, 0)}, NOW + 600)])
+    d = decide(snap, [job("X", 1, 3600), job("Y", 2, 600)], "conservative")
+    assert reserved(d) == {"X": (("a",), NOW + 600), "Y": (("a",), NOW + 600)}
+
