@@ -21,7 +21,8 @@ from typing import cast
 
 import numpy as np
 
-from app.sched.backfill import MAX_INSTANTS_TRIED, PassResult, PassRules
+from app.sched import backfill
+from app.sched.backfill import PassResult, PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import balance
 from app.sched.model import Job, Pending, Reason, Reservation, Snapshot, Start, StartKind, Triple
@@ -270,7 +271,7 @@ class PlainPass:
             return when[first], [first]
         nth = sorted(when[x] for x in free_ever)[n - 1]
         candidates = sorted({when[x] for x in free_ever if when[x] >= nth})
-        for t in candidates[:MAX_INSTANTS_TRIED]:
+        for t in candidates[: backfill.MAX_INSTANTS_TRIED]:  # read at the call: tests vary it
             end = align_up(t + walltime, self.grain)
             ok = [x for x in free_ever if when[x] <= t and self.holds(job, x, t, end)]
             if len(ok) >= n:

@@ -35,6 +35,7 @@ from tests.strategies import (
 
 SELECTORS = ("first_fit", "least_load", "evaluation", "fragment")
 DEPTHS = st.sampled_from([None, 0, 1, 2, 3, UNLIMITED])
+TRIES = st.sampled_from([None, None, 0, 1, 2])  # candidate instants tried (None: MAX_INSTANTS_TRIED)
 
 
 @st.composite
@@ -58,6 +59,15 @@ def promised(draw: st.DrawFn, case: tuple[Snapshot, list[Job]]) -> tuple[Snapsho
 
 
 @st.composite
+def shifted(draw: st.DrawFn, case: tuple[Snapshot, list[Job]]) -> tuple[Snapshot, list[Job]]:
+    """`now` off the grain now and then, and some walltimes short or fractional (grain edges)."""
+    snap, jobs = case
+    snap = dataclasses.replace(snap, now=NOW + draw(st.sampled_from([0.0, 0.0, 1.0, 29.0, 59.5])))
+    odd = st.sampled_from([None, None, None, 0.5, 1.0, 59.0, 61.0, 3599.5])
+    return snap, [j if (w := draw(odd)) is None else dataclasses.replace(j, walltime_s=w) for j in jobs]
+
+
+@st.composite
 def bigger(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
     """Up to three clusters of `tests.strategies.nodes` side by side (up to 36 nodes), their
     running jobs, windows, and up to 75 pending jobs."""
@@ -75,17 +85,20 @@ def bigger(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
 
 
 def check_same(name: str, case: tuple[Snapshot, list[Job]], common: dict[str, object], depth: int | None,
-               selector: str, every_run: bool) -> None:
+               selector: str, every_run: bool, tries: int | None) -> None:
     """The core's decision (with its bulk answers at every run length when `every_run`) is the
-    reference's, start for start, reservation for reservation, pending job for pending job."""
+    reference's, start for start, reservation for reservation, pending job for pending job. `tries`
+    bounds the candidate instants of both (None: the default), so the sure start is reached too."""
     snap, jobs = case
     params = params_for(name, {**common, "selector": selector}, depth)
     with ExitStack() as patches:
+        if tries is not None:
+            patches.enter_context(mock.patch.object(backfill, "MAX_INSTANTS_TRIED", tries))
         if every_run:
             patches.enter_context(mock.patch.object(backfill, "BULK_WAITS_FROM", 0))
             patches.enter_context(mock.patch.object(backfill, "SHORTEST_RUN", 1))
         core = decide(snap, jobs, name, params)
-    plain = reference.decide(snap, jobs, name, params)
+        plain = reference.decide(snap, jobs, name, params)
     assert list(core.starts) == plain.starts
     assert list(core.reservations) == plain.reservations
     assert list(core.pending) == plain.pending
@@ -94,17 +107,18 @@ def check_same(name: str, case: tuple[Snapshot, list[Job]], common: dict[str, ob
 @pytest.mark.parametrize("selector", SELECTORS)
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @settings(max_examples=10, deadline=None)
-@given(case=snapshots_and_jobs().flatmap(promised), common=common_params(), depth=DEPTHS,
-       every_run=st.booleans())
-def test_core_decides_as_the_reference(name, selector, case, common, depth, every_run) -> None:  # noqa: ANN001
-    check_same(name, case, common, depth, selector, every_run)
+@given(case=snapshots_and_jobs().flatmap(promised).flatmap(shifted), common=common_params(), depth=DEPTHS,
+       every_run=st.booleans(), tries=TRIES)
+def test_core_decides_as_the_reference(name, selector, case, common, depth, every_run, tries) -> None:  # noqa: ANN001
+    check_same(name, case, common, depth, selector, every_run, tries)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("selector", SELECTORS)
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @settings(max_examples=100, deadline=None)
-@given(case=bigger().flatmap(promised), common=common_params(), depth=DEPTHS, every_run=st.booleans())
+@given(case=bigger().flatmap(promised).flatmap(shifted), common=common_params(), depth=DEPTHS,
+       every_run=st.booleans(), tries=TRIES)
 def test_core_decides_as_the_reference_on_bigger_clusters(name, selector, case, common, depth,  # noqa: ANN001
-                                                          every_run) -> None:  # noqa: ANN001
-    check_same(name, case, common, depth, selector, every_run)
+                                                          every_run, tries) -> None:  # noqa: ANN001
+    check_same(name, case, common, depth, selector, every_run, tries)
