@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.sched import backfill, reference
-from app.sched.model import Job, Snapshot
+from app.sched.model import Job, Node, RunningJob, Snapshot, Window
 from app.sched.params import UNLIMITED
 from app.sched.registry import POLICIES, decide
 from tests.sched.test_contract import params_for
@@ -84,6 +84,32 @@ def bigger(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
     return Snapshot(NOW, tuple(cluster), tuple(running), windows=tuple(windows)), jobs
 
 
+@st.composite
+def busy_partition(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
+    """One partition of alike nodes, most running a job that ends on a grain step, windows ahead
+    that cut into nodes' free time, and jobs of up to 4 nodes: where multi-node reservations meet
+    bookings between a node's earliest start and a common one (the random clusters above rarely
+    get there; this found the search's second fix's case on the code before it)."""
+    ids = [f"n{i:02d}" for i in range(draw(st.integers(3, 10)))]
+    running, nodes = [], []
+    for i in ids:
+        used = draw(st.sampled_from([0, 1, 2, 4, 4]))
+        nodes.append(Node(i, "q", (4, 8192, 0), (used, 0, 0), weight=draw(st.sampled_from([1, 1, 2]))))
+        if used:
+            ends = 60.0 * draw(st.integers(1, 40))
+            running.append(RunningJob(f"r{i}", "q", ((i, (used, 0, 0)),), NOW - 100, 100 + ends))
+    windows = []
+    for k in range(draw(st.integers(0, 3))):
+        on = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=2, unique=True))
+        start = NOW + 60 * draw(st.integers(1, 40))
+        windows.append(Window(f"w{k}", tuple(on), start, start + 60 * draw(st.integers(1, 20))))
+    jobs = [Job(f"j{i:02d}", "q", NOW - draw(st.integers(0, 5000)), 60.0 * draw(st.integers(1, 60)),
+                nodes=draw(st.integers(1, 4)), cpu=draw(st.sampled_from([1, 2, 4])),
+                mem_mib=draw(st.sampled_from([0, 0, 4096])), exclusive=draw(st.integers(0, 6)) == 0)
+            for i in range(draw(st.integers(1, 20)))]
+    return Snapshot(NOW, tuple(nodes), tuple(running), windows=tuple(windows)), jobs
+
+
 def check_same(name: str, case: tuple[Snapshot, list[Job]], common: dict[str, object], depth: int | None,
                selector: str, every_run: bool, tries: int | None) -> None:
     """The core's decision (with its bulk answers at every run length when `every_run`) is the
@@ -122,3 +148,21 @@ def test_core_decides_as_the_reference(name, selector, case, common, depth, ever
 def test_core_decides_as_the_reference_on_bigger_clusters(name, selector, case, common, depth,  # noqa: ANN001
                                                           every_run, tries) -> None:  # noqa: ANN001
     check_same(name, case, common, depth, selector, every_run, tries)
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@settings(max_examples=25, deadline=None)
+@given(case=busy_partition().flatmap(promised), depth=DEPTHS, selector=st.sampled_from(SELECTORS),
+       tries=TRIES)
+def test_core_decides_as_the_reference_on_a_busy_partition(name, case, depth, selector, tries) -> None:  # noqa: ANN001
+    check_same(name, case, {}, depth, selector, False, tries)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@settings(max_examples=400, deadline=None)
+@given(case=busy_partition().flatmap(promised), depth=DEPTHS, selector=st.sampled_from(SELECTORS),
+       tries=TRIES, every_run=st.booleans())
+def test_core_decides_as_the_reference_on_a_busy_partition_at_length(name, case, depth, selector, tries,  # noqa: ANN001
+                                                                     every_run) -> None:  # noqa: ANN001
+    check_same(name, case, {}, depth, selector, every_run, tries)
