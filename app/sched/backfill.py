@@ -613,13 +613,13 @@ class BackfillPass:
             self._exact_where_blocked(job, nodes, times)
             found = self._common_start(job, nodes, times)
         else:
+            # the first candidate only: `earliest_starts` leaves INF the nodes whose start is past
+            # the n-th best, so a later candidate would miss those that are free by then
             nodes = self.cluster.nodes_of(elig)
             times, found = self.profile.earliest_slot(elig, nodes, job.demand, job.nodes, job.walltime_s,
-                                                      MAX_INSTANTS_TRIED)
-            if found is None:
-                found = self._when_quiet(job, nodes, times)
+                                                      min(1, MAX_INSTANTS_TRIED))
         if found is None and not self.rules.one_reservation_per_node and job.nodes > 1:
-            # nodes skipped as unable to beat the n-th best may still complete a common start
+            # the later candidates, and the sure start, on every node's earliest start
             times = self.profile.earliest(elig, job.demand, job.walltime_s)
             found = self._common_start(job, nodes, times)
         return found

@@ -403,7 +403,7 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
             clear[i] = first_booking[nodes[i]] >= np.ceil((bound[i] + walltime) / grain) * grain
         out[i] = bound[i] if clear[i] else INF
     nth = _nth(out, n, scratch)
-    more = partial[:n_partial][bound[partial[:n_partial]] > -nth]
+    more = partial[:n_partial][bound[partial[:n_partial]] >= -nth]
     if len(more):
         exact = first_cover(times, cum, nodes[more], d, per_node, check, width, width)
         for j in range(len(more)):
@@ -415,12 +415,12 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     doubt = np.empty(m, dtype=np.int64)
     n_doubt = 0
     for i in range(m):
-        if not clear[i] and 0 <= bound[i] < nth:
+        if not clear[i] and 0 <= bound[i] <= nth:
             doubt[n_doubt] = i
             n_doubt += 1
     order = _by_bound(doubt[:n_doubt], bound)
     i, chunk = 0, max(32, 2 * n)
-    while i < len(order) and bound[order[i]] < nth:
+    while i < len(order) and bound[order[i]] <= nth:
         part = order[i : i + chunk]
         out[part] = earliest(times, cum, nodes[part], d, per_node, check, walltime, grain, width)
         nth = _nth(out, n, scratch)

@@ -143,9 +143,11 @@ class Profile:
 
         The first instant a node has d free is a lower bound, and exact on a node with no booking
         before the job would end there; the full window check runs only on the other nodes, and
-        only on those whose bound could beat the n-th best exact time, lowest bound first, in
-        growing chunks. A node whose bound is only known past the first `HEAD_COLUMNS` instants
-        is searched further only if it could beat the n-th best.
+        only on those whose bound could beat or tie the n-th best exact time, lowest bound first,
+        in growing chunks. A node whose bound is only known past the first `HEAD_COLUMNS` instants
+        is searched further only if it could beat or tie the n-th best. (A tie matters: it goes to
+        the first node in node order.) So the times are exact up to the n-th best: the first
+        common candidate is, and a later one needs every node's (`earliest`).
         """
         self._flush_rows(_columns(elig))
         if COMPILED:
@@ -164,7 +166,7 @@ class Profile:
         clear &= ~partial
         times = np.where(clear, bound, INF)
         nth = nth_smallest(times, n)
-        more = np.flatnonzero(partial & (bound > -nth))  # -bound < nth
+        more = np.flatnonzero(partial & (bound >= -nth))  # -bound <= nth
         if len(more):  # search the rest of their instants: their bounds become exact
             bound[more] = self._first_cover(nodes[more], d, self.width)
             ends[more] = np.ceil((bound[more] + walltime_s) / self.grain) * self.grain
@@ -172,7 +174,7 @@ class Profile:
             times[more] = np.where(clear[more], bound[more], INF)
             partial[more] = False
             nth = nth_smallest(times, n)
-        doubt = np.flatnonzero(~(clear | partial) & (bound < nth))
+        doubt = np.flatnonzero(~(clear | partial) & (bound <= nth))
         if len(doubt):
             self._exact_best_first(nodes, d, n, walltime_s, bound, times, doubt)
         return times
@@ -180,10 +182,10 @@ class Profile:
     def _exact_best_first(self, nodes: np.ndarray, d: Triple, n: int, walltime_s: float,
                           bound: np.ndarray, times: np.ndarray, doubt: np.ndarray) -> None:
         """Exact earliest starts for the doubtful nodes, in place, lowest bound first, in growing
-        chunks, until no remaining bound can beat the n-th best time found."""
+        chunks, until no remaining bound can beat or tie the n-th best time found."""
         order = doubt[np.argsort(bound[doubt], kind="stable")]
         nth, i, chunk = nth_smallest(times, n), 0, max(32, 2 * n)
-        while i < len(order) and bound[order[i]] < nth:
+        while i < len(order) and bound[order[i]] <= nth:
             part = order[i : i + chunk]
             times[part] = self._earliest(nodes[part], d, walltime_s)
             nth = nth_smallest(times, n)

@@ -286,11 +286,10 @@ def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check
     earliest; (NaN, none) if nowhere."""
     nodes = np.arange(times.shape[1])
     per_node = NO  # (d holds one column)
+    # the first candidate only: the nodes left INF past the n-th best may be free by a later one
     node_times, t, chosen = kernels.earliest_slot(times, cum, nodes, d, per_node, check, n, walltime, grain,
-                                                  width, head, first_booking, any_booking, tries)
-    if np.isnan(t):
-        t, chosen = _when_quiet(times, node_times, n, grain)
-    if np.isnan(t) and n > 1:  # nodes the search skipped may still complete a common start
+                                                  width, head, first_booking, any_booking, min(1, tries))
+    if np.isnan(t) and n > 1:  # the later candidates, and the sure start, on every node's start
         node_times = kernels.earliest(times, cum, nodes, d, per_node, check, walltime, grain, width)
         t, chosen = kernels.common_start(times, cum, nodes, node_times, d, per_node, check, n, walltime,
                                          grain, width, first_booking, any_booking, tries, NO)

@@ -242,3 +242,33 @@ def test_shortest_backfill_first_picks_the_shorter_of_two_rivals() -> None:
     assert starts(plain) == {"B": (("n2",), StartKind.BACKFILL)}
     assert starts(sjbf) == {"C": (("n2",), StartKind.BACKFILL)}
     assert reasons(sjbf) == {"B": Reason.resources}
+
+
+def test_a_reservation_tie_goes_to_the_first_node_even_if_it_carries_a_booking() -> None:
+    """a and b are full until 6600. X (1 cpu, 1 h) reserves a, the first of the tie; Y (1 cpu,
+    10 min) is free at 6600 on both too, and a keeps 3 cpus beside X: Y also goes to a, the first
+    node in node order. (The search left a's start unsearched, since its bound only equalled b's,
+    and Y went to b: found by tests/sched/test_reference.py.)"""
+    snap = snapshot([node("a"), node("b")], [running("ra", {"a": (4, 0, 0)}, NOW + 600),
+                                             running("rb", {"b": (4, 0, 0)}, NOW + 600)])
+    d = decide(snap, [job("X", 1, 3600), job("Y", 2, 600)], "conservative")
+    assert reserved(d) == {"X": (("a",), NOW + 600), "Y": (("a",), NOW + 600)}
+
+
+def test_a_later_common_start_counts_every_node_free_by_then() -> None:
+    """J wants 2 whole nodes for 10 min. e is idle but a window takes it over [6600, 7200); b frees
+    at 6600; f frees at 6660 and a window takes it over [6660, 6840) (grain-aligned); g frees at
+    7800. The first candidate, 6600 (the second earliest start), fails: only b holds there. f holds
+    from 6840 and b still does: J is reserved on b and f at 6840. (The search knew f's start only
+    as 'past the second best', so it skipped 6840 and reserved b and g at 7800: found by
+    tests/sched/test_reference.py.)"""
+    from tests.builders import window
+
+    snap = snapshot([node(x) for x in ("b", "e", "f", "g")],
+                    [running("rb", {"b": (4, 0, 0)}, NOW + 600), running("rf", {"f": (4, 0, 0)}, NOW + 660),
+                     running("rg", {"g": (4, 0, 0)}, NOW + 1800)],
+                    windows=(window("we", ("e",), NOW + 600, NOW + 1200),
+                             window("wf", ("f",), NOW + 700, NOW + 800)))
+    for policy in ("easy", "conservative", "priority"):
+        d = decide(snap, [job("J", 1, 600, nodes=2, cpu=4)], policy)
+        assert reserved(d) == {"J": (("b", "f"), NOW + 840)}, policy
