@@ -4,7 +4,7 @@ That both reads give the same wire state on a real cluster is tested in test_slu
 from __future__ import annotations
 
 from app.bridges.slurm import compact
-from app.bridges.slurm.read import array_tasks
+from app.bridges.slurm.read import array_tasks, node_in, node_state
 
 
 def line(**values: str) -> str:
@@ -61,3 +61,28 @@ def test_running_allocations_from_scontrol_detail() -> None:
                               {"nodename": "n2", "cpus": 5, "memory_allocated": 800},
                               {"nodename": "n4", "cpus": 1, "memory_allocated": 100}]
     assert not d["per_cpu"] and d["excluded_nodes"] == ""
+
+
+# two lines as 22.05's `scontrol -o show node` prints them (a drained node whose reason has blanks
+# and an `=`, in two partitions, with GPUs; a powered-down cloud node in none)
+NODE_LINES = (
+    "NodeName=n7 Arch=x86_64 CoresPerSocket=1  CPUAlloc=2 CPUEfctv=8 CPUTot=8 CPULoad=1.25 "
+    "AvailableFeatures=gpu,fast ActiveFeatures=gpu Gres=gpu:2 NodeAddr=127.0.0.1 RealMemory=16000 "
+    "State=MIXED+DRAIN ThreadsPerCore=2 TmpDisk=0 Weight=5 Partitions=batch,short  "
+    "Reason=disk swap State=IDLE [root@2026-11-27T14:08:46]\n"
+    "NodeName=c1 CPUTot=4 CPULoad=N/A AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) "
+    "RealMemory=1000 State=IDLE+CLOUD+POWERED_DOWN ThreadsPerCore=1 Weight=1\n")
+
+
+def test_scontrol_node_lines_read_as_sinfo_json_records() -> None:
+    """Base state and flags apart, `(null)` empty, load in hundredths, a reason's own `State=`
+    ignored; node_in then maps them as it does sinfo's JSON."""
+    n7, c1 = compact.nodes(f"{compact.NODES_HEADER}\n{NODE_LINES}")
+    assert n7 == {"name": "n7", "threads": 2, "partitions": ["batch", "short"], "active_features": "gpu",
+                  "features": "gpu,fast", "state": "mixed", "state_flags": ["DRAIN"], "weight": 5, "cpus": 8,
+                  "real_memory": 16000, "gres": "gpu:2", "cpu_load": 125}
+    assert c1["state"] == "idle" and c1["state_flags"] == ["CLOUD", "POWERED_DOWN"] and c1["partitions"] == []
+    assert c1["features"] == c1["active_features"] == c1["gres"] == "" and c1["cpu_load"] == 0
+    assert [node_state(n) for n in (n7, c1)] == ["drain", "drain"]  # powered down: drain, as from JSON
+    assert node_in(n7)["capacity"] == {"cpu": 8, "mem_mib": 16000, "gpu": 2}
+    assert node_in(n7)["labels"] == ["gpu"]

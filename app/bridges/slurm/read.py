@@ -125,7 +125,7 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     without the job_submit.lua); `layouts`: the CPUs per node the bridge expects Slurm to give
     each released job (what it holds until Slurm starts it)."""
     view = SlurmView(now=text.now)
-    raw_nodes = _answered(json.loads(text.nodes), "sinfo")["nodes"]
+    raw_nodes = node_records(text.nodes)
     jobs = sorted(job_records(text.jobs), key=_job_order)
     parks = parking(jobs)
     nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {}, layouts or {})
@@ -142,6 +142,13 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     for j in (task for r in jobs for task in array_tasks(r)):
         _take(view, j, started, nodes, take_unheld, states)
     return view
+
+
+def node_records(text: str) -> list[dict[str, Any]]:
+    """`sinfo -N --json`'s (or slurmrestd's) node records, or the same from `scontrol -o show node`."""
+    if text.startswith(compact.NODES_HEADER):
+        return compact.nodes(text)
+    return _answered(json.loads(text), "sinfo")["nodes"]
 
 
 def job_records(text: str) -> list[dict[str, Any]]:
