@@ -3,6 +3,9 @@ That both reads give the same wire state on a real cluster is tested in test_slu
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from app.bridges.slurm import compact
 from app.bridges.slurm.read import array_tasks, node_in, node_state
 
@@ -86,3 +89,36 @@ def test_scontrol_node_lines_read_as_sinfo_json_records() -> None:
     assert [node_state(n) for n in (n7, c1)] == ["drain", "drain"]  # powered down: drain, as from JSON
     assert node_in(n7)["capacity"] == {"cpu": 8, "mem_mib": 16000, "gpu": 2}
     assert node_in(n7)["labels"] == ["gpu"]
+
+
+STATES = ("PENDING", "RUNNING", "COMPLETED")
+DETAIL = ("", " ExcNodeList=n[3-4]", " MinMemoryCPU=1500M", " Nodes=n[1-2] CPU_IDs=0-3 Mem=4000")
+
+
+@st.composite
+def reads(draw: st.DrawFn) -> list[str]:
+    """Successive compact texts of a small queue whose jobs come, go, and change state, priority
+    and detail lines between reads (a line repeated now and then)."""
+    out = []
+    for _ in range(draw(st.integers(2, 5))):
+        jobs = draw(st.lists(st.tuples(st.integers(1, 12), st.sampled_from(STATES), st.integers(0, 3),
+                                       st.sampled_from(DETAIL)), max_size=12))
+        body = "".join(line(**{**BASE, "job_id": str(j), "job_state": s, "priority": str(p)}) + "\n"
+                       for j, s, p, _ in jobs)
+        more = "".join(f"JobId={j} Name=x{d}\n" for j, _, _, d in jobs)
+        out.append(f"{compact.HEADER}\n{body}{compact.DETAILS}\n{more}")
+    return out
+
+
+@given(reads())
+@settings(max_examples=60, deadline=None)
+def test_the_line_cache_reads_as_a_fresh_parse(texts: list[str]) -> None:
+    """Read after read, the cache gives what a fresh parse gives, even after the records it handed
+    out were changed by their caller."""
+    cache = compact.LineCache()
+    for text in texts:
+        got = cache.jobs(text)
+        assert got == compact.jobs(text)
+        for r in got:  # a caller's changes must not reach the next read
+            r["priority"] = -1
+            r.get("job_resources", {}).get("allocated_nodes", [{}])[0]["cpus"] = -1

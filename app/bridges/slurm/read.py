@@ -151,10 +151,14 @@ def node_records(text: str) -> list[dict[str, Any]]:
     return _answered(json.loads(text), "sinfo")["nodes"]
 
 
+# the previous read's parse of each compact line, reused for the lines that come back unchanged
+JOB_LINES = compact.LineCache()
+
+
 def job_records(text: str) -> list[dict[str, Any]]:
     """`squeue --json`'s (or slurmrestd's) job records, or the same from the compact read."""
     if text.startswith(compact.HEADER):
-        return compact.jobs(text)
+        return JOB_LINES.jobs(text)
     return _answered(json.loads(text), "squeue")["jobs"]
 
 
