@@ -10,7 +10,8 @@ read (bench/slurm_state.py); one bridge cycle against a recording runner that co
 it would run. Real part (needs slurm-wlm and munge): a throw-away Slurm of `--real-nodes` slurmd
 (tests/bridges/slurm_cluster.py) with `--real-jobs` jobs that Slurm schedules itself; `sdiag`'s
 backfill cycle times beside the bridge's read of that state (Slurm's commands, timed) and the
-service's decision on it; the read candidates on that state (Slurm's JSON, the compact read,
+service's decision on it; the read candidates on that state (Slurm's JSON, the compact read and the same
+as it was on 2026-11-26, each of its commands alone, slurmctld's own time per job-table RPC,
 slurmrestd, slurmrestd's `update_time` poll; medians of 3, `same_view`: all gave the same wire state)
 and pins one `scontrol` process each against all fed to one (bench/bridge_latency.py).
 Latency part (`--latency-jobs`, 0 to skip): submit-to-start of the same plain `sbatch -n P`

@@ -1,5 +1,5 @@
 """Slurm's JSON (`sinfo -N --json`, `squeue --json`, `scontrol show -o reservation`, or the same
-from slurmrestd) to the wire.
+from slurmrestd), or the compact read's text (compact.py), to the wire.
 
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
 a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`, or parked in
