@@ -75,6 +75,7 @@ def _row(label: str, nodes: int, jobs: int, runs: list[tuple[Any, list[list[str]
                     for c in commands)
     row: dict[str, Any] = {"case": label, "nodes": nodes, "pending": jobs}
     row.update({f"{k}_ms": v for k, v in med.items()})
+    row["read_ms_each"] = "/".join(f"{r.timing_ms['read']:.0f}" for r, _ in runs)  # the first reads every job
     row.update({"starts": len(rep.response.starts) if rep.response else 0, "pins": kinds["pin"],
                 "releases": kinds["release"], "comments": kinds["comment"],
                 "apply_real_s": None if cmd_ms is None else _apply_s(commands, kinds["pin"], *cmd_ms)})
