@@ -10,7 +10,8 @@ read (bench/slurm_state.py); one bridge cycle against a recording runner that co
 it would run. Real part (needs slurm-wlm and munge): a throw-away Slurm of `--real-nodes` slurmd
 (tests/bridges/slurm_cluster.py) with `--real-jobs` jobs that Slurm schedules itself; `sdiag`'s
 backfill cycle times beside the bridge's read of that state (Slurm's commands, timed) and the
-service's decision on it; the read candidates on that state (Slurm's JSON, the compact read,
+service's decision on it; the read candidates on that state (Slurm's JSON, the compact read and the same
+as it was on 2026-11-26, each of its commands alone, slurmctld's own time per job-table RPC,
 slurmrestd, slurmrestd's `update_time` poll; medians of 3, `same_view`: all gave the same wire state)
 and pins one `scontrol` process each against all fed to one (bench/bridge_latency.py).
 Latency part (`--latency-jobs`, 0 to skip): submit-to-start of the same plain `sbatch -n P`
@@ -74,6 +75,7 @@ def _row(label: str, nodes: int, jobs: int, runs: list[tuple[Any, list[list[str]
                     for c in commands)
     row: dict[str, Any] = {"case": label, "nodes": nodes, "pending": jobs}
     row.update({f"{k}_ms": v for k, v in med.items()})
+    row["read_ms_each"] = "/".join(f"{r.timing_ms['read']:.0f}" for r, _ in runs)  # the first reads every job
     row.update({"starts": len(rep.response.starts) if rep.response else 0, "pins": kinds["pin"],
                 "releases": kinds["release"], "comments": kinds["comment"],
                 "apply_real_s": None if cmd_ms is None else _apply_s(commands, kinds["pin"], *cmd_ms)})

@@ -12,20 +12,24 @@ own records (StartTime - SubmitTime, whole seconds).
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import statistics
 import subprocess
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from app.bridges.slurm import compact
+from app.bridges.slurm import read as readmod
 from app.bridges.slurm.apply import Start
 from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.read import SlurmText, read
-from app.bridges.slurm.runner import CommandRunner, one_by_one
+from app.bridges.slurm.runner import READS, CommandRunner, one_by_one
 from app.bridges.slurm.service import in_process
 from app.bridges.slurm.state import BridgeState
 
@@ -140,15 +144,23 @@ def _submit_times(slurm: Any) -> dict[str, float]:
 def read_candidates(slurm: Any, rounds: int = 3) -> dict[str, Any]:
     """The same state read by each candidate, alternately (medians of `rounds`): Slurm's JSON
     through the client programs (the old read), the compact read (squeue's text and scontrol's
-    details, kept between cycles; its first, every-job-new read apart), slurmrestd's JSON, and
-    slurmrestd's `update_time` poll when nothing changed; whether they give the same wire state."""
-    by_json, fast = CommandRunner(str(slurm.conf), compact=False), CommandRunner(str(slurm.conf))
+    details, kept between cycles; its first, every-job-new read apart) as it is and as it was on
+    2026-11-26 (`_Before`), its commands alone, slurmrestd's JSON, and slurmrestd's `update_time`
+    poll when nothing changed; whether they give the same wire state; and what slurmctld itself
+    took per job-table RPC of the two squeue readers (sdiag's REQUEST_JOB_INFO time, the floor)."""
+    by_json, fast, before = (CommandRunner(str(slurm.conf), compact=False), CommandRunner(str(slurm.conf)),
+                             _Before(str(slurm.conf)))
     t0 = time.perf_counter()
     fast.read()
     first = (time.perf_counter() - t0) * 1e3
+    before.read()
     floor = ["squeue", "-h", "-o", "%i"]  # the job-table RPC alone: no read of every job beats it
+    squeue = compact.SQUEUE, None, compact.SQUEUE_ENV
     readers: dict[str, Any] = {"json_cli": by_json.read, "compact_cli": fast.read,
-                               "squeue_ids_only": lambda: fast._call(floor)}
+                               "compact_before": before.read, "squeue_ids_only": lambda: fast._call(floor),
+                               "squeue_compact_alone": lambda: fast._call(*squeue),
+                               "scontrol_nodes_alone": lambda: fast._call(compact.SCONTROL_NODES),
+                               "sinfo_json_alone": lambda: fast._call(READS["nodes"])}
     http = _rest(slurm)
     if http is not None:
         from app.bridges.slurm.rest import API, RestReader
@@ -157,23 +169,63 @@ def read_candidates(slurm: Any, rounds: int = 3) -> dict[str, Any]:
         since = {"update_time": int(time.time()) + 5}
         readers["rest_unchanged"] = lambda: http.get(API + "/jobs", params=since)
     took: dict[str, list[float]] = {k: [] for k in readers}
+    server = {k: [0, 0] for k in ("squeue_ids_only", "squeue_compact_alone")}
     texts: dict[str, Any] = {}
+    previous = fast.read()
     for _ in range(rounds):
+        previous = texts.get("compact_cli", previous)
         for k, reader in readers.items():
+            rpc = _job_info_rpc(slurm) if k in server else (0, 0)
             t0 = time.perf_counter()
             texts[k] = reader()
             took[k].append((time.perf_counter() - t0) * 1e3)
-    views = [_view(texts[k], texts["json_cli"].now) for k in ("json_cli", "compact_cli", "json_rest")
-             if k in texts]
+            if k in server:
+                server[k] = [a + b - c for a, b, c in zip(server[k], _job_info_rpc(slurm), rpc, strict=True)]
+    views = [_view(texts[k], texts["json_cli"].now)
+             for k in ("json_cli", "compact_cli", "compact_before", "json_rest") if k in texts]
     out = {f"{k}_ms": statistics.median(v) for k, v in took.items()}
+    out.update({f"slurmctld_{k}_ms": total / 1e3 / count if count else None
+                for k, (count, total) in server.items()})
     out.update({"compact_first_ms": first, "same_view": all(v == views[0] for v in views)})
-    t0 = time.perf_counter()
-    read(texts["compact_cli"], {})
-    out["compact_convert_ms"] = (time.perf_counter() - t0) * 1e3
+    out.update(_converts(previous, texts["compact_cli"]))
     t0 = time.perf_counter()
     read(texts["json_cli"], {})
     out["json_convert_ms"] = (time.perf_counter() - t0) * 1e3
     return out
+
+
+def _converts(previous: SlurmText, text: SlurmText) -> dict[str, float]:
+    """The compact text's convert with nothing parsed before (every line new) and after the
+    previous round's read (its lines' parse kept, `compact.LineCache`: what a cycle pays)."""
+    out = {}
+    for key, before in (("compact_convert_fresh_ms", None), ("compact_convert_ms", previous)):
+        readmod.JOB_LINES = compact.LineCache()
+        if before is not None:
+            read(before, {})
+        t0 = time.perf_counter()
+        read(text, {})
+        out[key] = (time.perf_counter() - t0) * 1e3
+    return out
+
+
+def _job_info_rpc(slurm: Any) -> tuple[int, int]:
+    """sdiag's REQUEST_JOB_INFO count and total time (microseconds) so far."""
+    m = re.search(r"REQUEST_JOB_INFO\s.*?count:(\d+)\s+ave_time:\d+\s+total_time:(\d+)", slurm.run("sdiag"))
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+class _Before(CommandRunner):
+    """The compact read as it was on 2026-11-26: nodes from `sinfo -N --json`, squeue run without
+    TZ (its strftime re-read /etc/localtime for every time it printed)."""
+
+    def read(self) -> SlurmText:
+        now = time.time()
+        reads = dict(READS, jobs=compact.SQUEUE)
+        with ThreadPoolExecutor(len(reads)) as pool:
+            env = {"jobs": {"SLURM_TIME_FORMAT": "%s"}}
+            futures = {k: pool.submit(self._call, cmd, None, env.get(k)) for k, cmd in reads.items()}
+            texts = {k: f.result() for k, f in futures.items()}
+        return SlurmText(texts["nodes"], self._with_details(texts["jobs"]), texts["reservations"], now)
 
 
 def _rest(slurm: Any) -> Any:

@@ -3,8 +3,11 @@ That both reads give the same wire state on a real cluster is tested in test_slu
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from app.bridges.slurm import compact
-from app.bridges.slurm.read import array_tasks
+from app.bridges.slurm.read import array_tasks, node_in, node_state
 
 
 def line(**values: str) -> str:
@@ -61,3 +64,61 @@ def test_running_allocations_from_scontrol_detail() -> None:
                               {"nodename": "n2", "cpus": 5, "memory_allocated": 800},
                               {"nodename": "n4", "cpus": 1, "memory_allocated": 100}]
     assert not d["per_cpu"] and d["excluded_nodes"] == ""
+
+
+# two lines as 22.05's `scontrol -o show node` prints them (a drained node whose reason has blanks
+# and an `=`, in two partitions, with GPUs; a powered-down cloud node in none)
+NODE_LINES = (
+    "NodeName=n7 Arch=x86_64 CoresPerSocket=1  CPUAlloc=2 CPUEfctv=8 CPUTot=8 CPULoad=1.25 "
+    "AvailableFeatures=gpu,fast ActiveFeatures=gpu Gres=gpu:2 NodeAddr=127.0.0.1 RealMemory=16000 "
+    "State=MIXED+DRAIN ThreadsPerCore=2 TmpDisk=0 Weight=5 Partitions=batch,short  "
+    "Reason=disk swap State=IDLE [root@2026-11-27T14:08:46]\n"
+    "NodeName=c1 CPUTot=4 CPULoad=N/A AvailableFeatures=(null) ActiveFeatures=(null) Gres=(null) "
+    "RealMemory=1000 State=IDLE+CLOUD+POWERED_DOWN ThreadsPerCore=1 Weight=1\n")
+
+
+def test_scontrol_node_lines_read_as_sinfo_json_records() -> None:
+    """Base state and flags apart, `(null)` empty, load in hundredths, a reason's own `State=`
+    ignored; node_in then maps them as it does sinfo's JSON."""
+    n7, c1 = compact.nodes(f"{compact.NODES_HEADER}\n{NODE_LINES}")
+    assert n7 == {"name": "n7", "threads": 2, "partitions": ["batch", "short"], "active_features": "gpu",
+                  "features": "gpu,fast", "state": "mixed", "state_flags": ["DRAIN"], "weight": 5, "cpus": 8,
+                  "real_memory": 16000, "gres": "gpu:2", "cpu_load": 125}
+    assert c1["state"] == "idle" and c1["state_flags"] == ["CLOUD", "POWERED_DOWN"] and c1["partitions"] == []
+    assert c1["features"] == c1["active_features"] == c1["gres"] == "" and c1["cpu_load"] == 0
+    assert [node_state(n) for n in (n7, c1)] == ["drain", "drain"]  # powered down: drain, as from JSON
+    assert node_in(n7)["capacity"] == {"cpu": 8, "mem_mib": 16000, "gpu": 2}
+    assert node_in(n7)["labels"] == ["gpu"]
+
+
+STATES = ("PENDING", "RUNNING", "COMPLETED")
+DETAIL = ("", " ExcNodeList=n[3-4]", " MinMemoryCPU=1500M", " Nodes=n[1-2] CPU_IDs=0-3 Mem=4000")
+
+
+@st.composite
+def reads(draw: st.DrawFn) -> list[str]:
+    """Successive compact texts of a small queue whose jobs come, go, and change state, priority
+    and detail lines between reads (a line repeated now and then)."""
+    out = []
+    for _ in range(draw(st.integers(2, 5))):
+        jobs = draw(st.lists(st.tuples(st.integers(1, 12), st.sampled_from(STATES), st.integers(0, 3),
+                                       st.sampled_from(DETAIL)), max_size=12))
+        body = "".join(line(**{**BASE, "job_id": str(j), "job_state": s, "priority": str(p)}) + "\n"
+                       for j, s, p, _ in jobs)
+        more = "".join(f"JobId={j} Name=x{d}\n" for j, _, _, d in jobs)
+        out.append(f"{compact.HEADER}\n{body}{compact.DETAILS}\n{more}")
+    return out
+
+
+@given(reads())
+@settings(max_examples=60, deadline=None)
+def test_the_line_cache_reads_as_a_fresh_parse(texts: list[str]) -> None:
+    """Read after read, the cache gives what a fresh parse gives, even after the records it handed
+    out were changed by their caller."""
+    cache = compact.LineCache()
+    for text in texts:
+        got = cache.jobs(text)
+        assert got == compact.jobs(text)
+        for r in got:  # a caller's changes must not reach the next read
+            r["priority"] = -1
+            r.get("job_resources", {}).get("allocated_nodes", [{}])[0]["cpus"] = -1

@@ -1,5 +1,6 @@
 """Start latency against a real Slurm (slurmctld + a slurmd per node, started here): the compact
-read gives the JSON read's wire state on the mixed workload, a cycle's pins go to one scontrol
+read (squeue's text, scontrol's job and node lines) gives the JSON read's wire state on the mixed
+workload, a drained node in two partitions included, a cycle's pins go to one scontrol
 process with each failure tied to its job, and a job submitted to an idle cluster is started by
 the bridge's event-driven loop within about two seconds (a behaviour check, not a benchmark:
 bench/bench_bridge.py --latency measures)."""
@@ -92,13 +93,18 @@ def test_compact_read_gives_the_json_reads_wire_state(slurm: LocalSlurm, tmp_pat
     fast, by_json = CommandRunner(str(slurm.conf)), CommandRunner(str(slurm.conf), compact=False)
     bridge = Bridge(fast, in_process(), BridgeState(tmp_path / "s.json"))
     assert bridge.cycle().started
-    time.sleep(1.0)
-    for _ in range(3):  # a read can straddle a job's start or end: the two must agree on one of three
-        a, b = fast.read(), by_json.read()
-        va, vb = _view(a, bridge.state.started, b.now), _view(b, bridge.state.started, b.now)
-        if va == vb:
-            break
+    slurm.run("scontrol", "update", "NodeName=n6", "State=DRAIN", "Reason=drained State=IDLE by a test")
+    try:
+        time.sleep(1.0)
+        for _ in range(3):  # a read can straddle a job's start or end: the two must agree on one of three
+            a, b = fast.read(), by_json.read()
+            va, vb = _view(a, bridge.state.started, b.now), _view(b, bridge.state.started, b.now)
+            if va == vb:
+                break
+    finally:
+        slurm.run("scontrol", "update", "NodeName=n6", "State=RESUME")
     assert va == vb
+    assert {n["id"]: n["state"] for n in va["nodes"]}["n6"] == "drain"  # scontrol's nodes as sinfo's JSON
     assert va["running"] and va["pending"] and va["skipped"]
     assert any("excluded nodes" in why for why in va["skipped"].values())
     assert any(p.get("mem_mib_per_cpu") for p in va["pending"])

@@ -77,7 +77,45 @@ STATE_AT = [key for key, _, _ in FIELDS].index("job_state")
 START_AT = [key for key, _, _ in FIELDS].index("start_time")
 SQUEUE = ["squeue", "-h", "-r", "-t", "all", "--noconvert",
           "-O", ",".join(f"{field}:{SEP}" for _, field, _ in FIELDS)]
-SQUEUE_ENV = {"SLURM_TIME_FORMAT": "%s"}  # times as epoch seconds, as the JSON has them
+# times as epoch seconds, as the JSON has them; TZ named so that squeue's strftime("%s") does not
+# re-read /etc/localtime for every time it prints (a third of squeue's CPU at 5,000 jobs; the
+# epoch is the same in any zone)
+SQUEUE_ENV = {"SLURM_TIME_FORMAT": "%s", "TZ": "UTC"}
+
+
+NODES_HEADER = "#hpcsched-scontrol-nodes 1"
+SCONTROL_NODES = ["scontrol", "-o", "show", "node"]
+
+
+def nodes(text: str) -> list[dict[str, Any]]:
+    """`scontrol -o show node` lines (after `NODES_HEADER`) as `sinfo -N --json`'s node records
+    (the keys read.node_in reads). Each key's first occurrence counts: a drain reason, last on
+    the line, may hold blanks and `=`."""
+    out = []
+    for line in text.removeprefix(NODES_HEADER + "\n").splitlines():
+        kv: dict[str, str] = {}
+        for item in line.split():
+            key, eq, value = item.partition("=")
+            if eq and key not in kv:
+                kv[key] = value
+        if "NodeName" in kv:
+            out.append(_node(kv))
+    return out
+
+
+def _node(kv: dict[str, str]) -> dict[str, Any]:
+    base, *flags = kv.get("State", "UNKNOWN").split("+")
+    if base.endswith("*"):  # an older scontrol's mark of a node not responding
+        base, flags = base[:-1], [*flags, "NOT_RESPONDING"]
+    load = kv.get("CPULoad", "N/A")
+    return {"name": kv["NodeName"], "threads": _int(kv.get("ThreadsPerCore", "")),
+            "partitions": [p for p in kv.get("Partitions", "").split(",") if p],
+            "active_features": _text(kv.get("ActiveFeatures", "")),
+            "features": _text(kv.get("AvailableFeatures", "")),
+            "state": base.lower(), "state_flags": flags, "weight": _int(kv.get("Weight", "")),
+            "cpus": _int(kv.get("CPUTot", "")), "real_memory": _int(kv.get("RealMemory", "")),
+            "gres": _text(kv.get("Gres", "")),
+            "cpu_load": round(float(load) * 100) if load[:1].isdigit() else 0}
 
 
 def rows(squeue: str) -> list[dict[str, Any]]:
@@ -117,21 +155,27 @@ def states(squeue: str) -> dict[str, tuple[str, int]]:
     return out
 
 
+JOB_ID = re.compile(r"JobId=(\d+)\s")
+EXCLUDED = re.compile(r"\bExcNodeList=(\S*)")
+PER_CPU = re.compile(r"\bMinMemoryCPU=")
+HELD = re.compile(r"\bNodes=(\S+) CPU_IDs=(\S+) Mem=(\d+)")
+
+
 def details(lines: str) -> dict[str, dict[str, Any]]:
     """`scontrol -d -o show job` lines: per job id, its excluded nodes, whether its memory is per
     CPU, and (running) what it holds on each node."""
-    out = {}
-    for line in lines.splitlines():
-        m = re.match(r"JobId=(\d+)\s", line)
-        if not m:
-            continue
-        exc = re.search(r"\bExcNodeList=(\S*)", line)
-        alloc = [{"nodename": node, "cpus": _count(ids), "memory_allocated": int(mem)}
-                 for group, ids, mem in re.findall(r"\bNodes=(\S+) CPU_IDs=(\S+) Mem=(\d+)", line)
-                 for node in expand(group)]
-        out[m.group(1)] = {"excluded_nodes": _text(exc.group(1)) if exc else "",
-                           "per_cpu": bool(re.search(r"\bMinMemoryCPU=", line)), "allocated": alloc}
-    return out
+    return dict(d for d in map(_detail, lines.splitlines()) if d)
+
+
+def _detail(line: str) -> tuple[str, dict[str, Any]] | None:
+    m = JOB_ID.match(line)
+    if not m:
+        return None
+    exc = EXCLUDED.search(line)
+    alloc = [{"nodename": node, "cpus": _count(ids), "memory_allocated": int(mem)}
+             for group, ids, mem in HELD.findall(line) for node in expand(group)]
+    return m.group(1), {"excluded_nodes": _text(exc.group(1)) if exc else "",
+                        "per_cpu": bool(PER_CPU.search(line)), "allocated": alloc}
 
 
 def reduced(line: str) -> str:
@@ -159,6 +203,38 @@ def jobs(text: str) -> list[dict[str, Any]]:
     for r in out:
         _complete(r, known.get(str(r["job_id"])))
     return out
+
+
+class LineCache:
+    """`jobs` with each line's parse kept from the previous call and reused when the same line
+    comes back (a held job's squeue line changes only when its priority, reason or times do, its
+    scontrol line never): the same records as `jobs` (a line's parse depends on that line
+    alone), handed out as fresh copies. Keeps the lines of its last call only."""
+
+    def __init__(self) -> None:
+        self._rows: dict[str, dict[str, Any]] = {}
+        self._details: dict[str, tuple[str, dict[str, Any]] | None] = {}
+
+    def jobs(self, text: str) -> list[dict[str, Any]]:
+        body, _, more = text.removeprefix(HEADER + "\n").partition(DETAILS + "\n")
+        known = self._known(more.splitlines())
+        out = self._records([line for line in body.splitlines() if line.count(SEP) >= len(FIELDS)])
+        for r in out:
+            _complete(r, known.get(str(r["job_id"])))
+        return out
+
+    def _records(self, lines: list[str]) -> list[dict[str, Any]]:
+        old = self._rows
+        new = [line for line in dict.fromkeys(lines) if line not in old]
+        parsed = dict(zip(new, rows("\n".join(new)), strict=True))
+        self._rows = {line: old[line] if line in old else parsed[line] for line in lines}
+        return [dict(self._rows[line]) for line in lines]
+
+    def _known(self, lines: list[str]) -> dict[str, dict[str, Any]]:
+        old = self._details
+        self._details = {line: old[line] if line in old else _detail(line) for line in lines}
+        known = (self._details[line] for line in lines)
+        return {jid: {**d, "allocated": [dict(a) for a in d["allocated"]]} for jid, d in filter(None, known)}
 
 
 def _complete(r: dict[str, Any], d: dict[str, Any] | None) -> None:

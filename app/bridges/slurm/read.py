@@ -1,5 +1,5 @@
 """Slurm's JSON (`sinfo -N --json`, `squeue --json`, `scontrol show -o reservation`, or the same
-from slurmrestd) to the wire.
+from slurmrestd), or the compact read's text (compact.py), to the wire.
 
 Pure: text in, wire dicts out. Which pending jobs the service may decide is settled here:
 a job marked by the recipe's job_submit.lua (held, `AdminComment=hpcsched:held`, or parked in
@@ -125,7 +125,7 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     without the job_submit.lua); `layouts`: the CPUs per node the bridge expects Slurm to give
     each released job (what it holds until Slurm starts it)."""
     view = SlurmView(now=text.now)
-    raw_nodes = _answered(json.loads(text.nodes), "sinfo")["nodes"]
+    raw_nodes = node_records(text.nodes)
     jobs = sorted(job_records(text.jobs), key=_job_order)
     parks = parking(jobs)
     nodes = _Nodes({n["name"]: max(1, n.get("threads") or 1) for n in raw_nodes}, {}, layouts or {})
@@ -144,10 +144,21 @@ def read(text: SlurmText, started: dict[str, float], take_unheld: bool = False,
     return view
 
 
+def node_records(text: str) -> list[dict[str, Any]]:
+    """`sinfo -N --json`'s (or slurmrestd's) node records, or the same from `scontrol -o show node`."""
+    if text.startswith(compact.NODES_HEADER):
+        return compact.nodes(text)
+    return _answered(json.loads(text), "sinfo")["nodes"]
+
+
+# the previous read's parse of each compact line, reused for the lines that come back unchanged
+JOB_LINES = compact.LineCache()
+
+
 def job_records(text: str) -> list[dict[str, Any]]:
     """`squeue --json`'s (or slurmrestd's) job records, or the same from the compact read."""
     if text.startswith(compact.HEADER):
-        return compact.jobs(text)
+        return JOB_LINES.jobs(text)
     return _answered(json.loads(text), "squeue")["jobs"]
 
 

@@ -116,13 +116,14 @@ class CommandRunner:
     def read(self) -> SlurmText:
         """The three reads at once (each a process of its own, so they overlap)."""
         now = time.time()
-        reads = dict(READS, jobs=compact.SQUEUE) if self.compact else READS
+        reads = dict(READS, jobs=compact.SQUEUE, nodes=compact.SCONTROL_NODES) if self.compact else READS
         with ThreadPoolExecutor(len(reads)) as pool:
             futures = {k: pool.submit(self._call, cmd, None, compact.SQUEUE_ENV if k == "jobs" else None)
                        for k, cmd in reads.items()}
             texts = {k: f.result() for k, f in futures.items()}
         if self.compact:
             texts["jobs"] = self._with_details(texts["jobs"])
+            texts["nodes"] = f"{compact.NODES_HEADER}\n{texts['nodes']}"
         return SlurmText(texts["nodes"], texts["jobs"], texts["reservations"], now)
 
     def _with_details(self, squeue: str) -> str:
