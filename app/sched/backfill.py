@@ -21,7 +21,7 @@ import numpy as np
 from app.sched import profile_kernels as kernels
 from app.sched.budget import Budget
 from app.sched.cluster import ClusterIndex, Eligible
-from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind
+from app.sched.model import Job, Pending, Reason, Reservation, Start, StartKind, never_detail
 from app.sched.selectors import NodeView, Selector
 from app.sched.sure_waits import SureWaits
 from app.sched.timeline import INF, Demand, Profile, align_up, kernel_args, release_time
@@ -284,7 +284,7 @@ class BackfillPass:
         self.out.examined.add(key)
         never = self._never_reason(elig, d, n)
         if never is not None:
-            self._wait(job, never, _never_detail(job, never))
+            self._wait(job, never, never_detail(job, never))
         elif job.queue in self.stopped:
             self._wait(job, Reason.priority, f"behind job {self.stopped[job.queue]} in its queue")
         elif self._short_of_free(key, d, n):  # most jobs of a busy machine end here
@@ -308,7 +308,7 @@ class BackfillPass:
         self.out.examined.add(elig.key)
         never = self._never_reason(elig, job.demand, job.nodes)
         if never is not None:
-            self._wait(job, never, _never_detail(job, never))
+            self._wait(job, never, never_detail(job, never))
         elif job.queue in self.stopped:
             self._wait(job, Reason.priority, f"behind job {self.stopped[job.queue]} in its queue")
         else:
@@ -672,12 +672,4 @@ def _blocked_detail(profile: Profile) -> str:
     if profile.any_window:
         return "fits now, but would delay a reservation or run into a maintenance window"
     return "fits now, but would delay a reservation"
-
-
-def _never_detail(job: Job, reason: Reason) -> str:
-    need = f"{job.nodes} node(s) with cpu={job.cpu} mem_mib={job.mem_mib} gpu={job.gpu}"
-    labels = f" and labels {sorted(job.labels)}" if job.labels else ""
-    if reason == Reason.never_fits:
-        return f"no node of queue {job.queue}{labels} can ever hold {need}"
-    return f"only nodes that are down or draining can hold {need}"
 

@@ -226,3 +226,12 @@ class Decision:
     pending: tuple[Pending, ...]
     priorities: tuple[PriorityInfo, ...]
     summary: Summary
+
+
+def never_detail(job: Job, reason: Reason) -> str:
+    """The detail of a job no node could ever hold (`never_fits`) or only down ones could (`node_down`)."""
+    need = f"{job.nodes} node(s) with cpu={job.cpu} mem_mib={job.mem_mib} gpu={job.gpu}"
+    labels = f" and labels {sorted(job.labels)}" if job.labels else ""
+    if reason == Reason.never_fits:
+        return f"no node of queue {job.queue}{labels} can ever hold {need}"
+    return f"only nodes that are down or draining can hold {need}"

@@ -25,7 +25,17 @@ from app.sched import backfill
 from app.sched.backfill import PassResult, PassRules
 from app.sched.cluster import ClusterIndex
 from app.sched.migration import balance
-from app.sched.model import Job, Pending, Reason, Reservation, Snapshot, Start, StartKind, Triple
+from app.sched.model import (
+    Job,
+    Pending,
+    Reason,
+    Reservation,
+    Snapshot,
+    Start,
+    StartKind,
+    Triple,
+    never_detail,
+)
 from app.sched.order import rank
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES
@@ -322,10 +332,3 @@ class PlainPass:
     def wait(self, job: Job, reason: Reason, detail: str) -> None:
         self.out.pending.append(Pending(job.id, job.queue, reason, None, detail))
 
-
-def never_detail(job: Job, reason: Reason) -> str:
-    need = f"{job.nodes} node(s) with cpu={job.cpu} mem_mib={job.mem_mib} gpu={job.gpu}"
-    labels = f" and labels {sorted(job.labels)}" if job.labels else ""
-    if reason == Reason.never_fits:
-        return f"no node of queue {job.queue}{labels} can ever hold {need}"
-    return f"only nodes that are down or draining can hold {need}"

@@ -13,7 +13,10 @@ REFERENCE = {
     "fcfs": "8de370304c8016346cef",
     "firstfit": "e5e4ef355b045623810c",
     "easy": "ff7e71f4d68d921f0622",
-    "conservative": "fc157bf252a43acd9a0b",
+    # 2026-11-27: the reference pass found two reservation-search bugs (a tie went past the first
+    # node in node order; candidate instants after the first were tried without the skipped nodes);
+    # their fixes move conservative's schedule on this slice (was fc157bf252a43acd9a0b)
+    "conservative": "937a09fe3bcebc9f1e9a",
     "memory_backfill": "d0fb4680183933538400",
     "priority": "7b5bc95b1113d0c52f08",
     F1_EASY: "ecb96ca0c633c1a2fd75",
