@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+import pytest
+
 from app.bridges.slurm.failsafe import render
 
 BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "sinfo")
@@ -27,6 +29,12 @@ BINARIES = ("munged", "slurmctld", "slurmd", "scontrol", "squeue", "sbatch", "si
 def missing_binaries() -> list[str]:
     """The Slurm/munge programs this harness needs that are not on PATH."""
     return [b for b in BINARIES if shutil.which(b) is None]
+
+
+# the marks of a test module that starts a real Slurm: slow, and skipped where Slurm is missing
+NEEDS_SLURM = [pytest.mark.slow,
+               pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
+                                  f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
 
 
 @dataclass(frozen=True)

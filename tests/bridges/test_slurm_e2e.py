@@ -21,12 +21,10 @@ from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import over_http
 from app.bridges.slurm.state import BridgeState
 from tests.app_server import served
-from tests.bridges.slurm_cluster import LocalSlurm, missing_binaries
+from tests.bridges.slurm_cluster import NEEDS_SLURM, LocalSlurm
 from tests.bridges.workload import NODES, PARTITIONS, Ran, Submitted, records, submit_mix
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 REPO = Path(__file__).resolve().parents[2]
 LUA = REPO / "app" / "bridges" / "slurm" / "job_submit.lua"
 INTERVAL_S = 2.0

@@ -17,11 +17,9 @@ import pytest
 from app.bridges.slurm.failsafe import HANDED_BACK
 from app.bridges.slurm.read import MARK
 from tests.bridges.failsafe_site import LUA, SLACK_S, Site, marks, never_held_past, running, until
-from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, free_ports, missing_binaries
+from tests.bridges.slurm_cluster import NEEDS_SLURM, LocalSlurm, NodeSpec, PartitionSpec, free_ports
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 NODES = [NodeSpec(f"n{i}", cpus=4, mem_mib=4000) for i in range(1, 5)]
 PARTITIONS = [PartitionSpec("batch", tuple(n.name for n in NODES), default=True)]
 GRACE_S = 8

@@ -22,13 +22,11 @@ from app.bridges.slurm.state import BridgeState
 from app.main import create_app
 from app.settings import Settings
 from tests.app_server import served
-from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries, submit
+from tests.bridges.slurm_cluster import NEEDS_SLURM, LocalSlurm, NodeSpec, PartitionSpec, submit
 from tests.bridges.workload import Ran, records
 from tests.redis_server import BINARY, RedisServer
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 REPO = Path(__file__).resolve().parents[2]
 LUA = REPO / "app" / "bridges" / "slurm" / "job_submit.lua"
 NODES = [NodeSpec(f"n{i}", cpus=8, mem_mib=16_000) for i in range(1, 5)]

@@ -22,12 +22,10 @@ from app.bridges.slurm.read import SlurmText, read
 from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import in_process
 from app.bridges.slurm.state import BridgeState
-from tests.bridges.slurm_cluster import LocalSlurm, missing_binaries
+from tests.bridges.slurm_cluster import NEEDS_SLURM, LocalSlurm
 from tests.bridges.workload import NODES, PARTITIONS, records, submit_mix
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 LUA = Path(__file__).resolve().parents[2] / "app" / "bridges" / "slurm" / "job_submit.lua"
 
 

@@ -23,13 +23,11 @@ from app.bridges.slurm.runner import CommandRunner
 from app.bridges.slurm.service import Decide, in_process
 from app.bridges.slurm.state import BridgeState
 from schemas.schedule import ScheduleRequest, ScheduleResponse
-from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries, submit
+from tests.bridges.slurm_cluster import NEEDS_SLURM, LocalSlurm, NodeSpec, PartitionSpec, submit
 from tests.bridges.test_slurm_faults import _no_over_commit
 from tests.bridges.workload import Ran, records
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 REPO = Path(__file__).resolve().parents[2]
 LUA = REPO / "app" / "bridges" / "slurm" / "job_submit.lua"
 NODES = [NodeSpec(f"n{i}", cpus=8, mem_mib=16_000) for i in range(1, 5)]

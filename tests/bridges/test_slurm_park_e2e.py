@@ -16,11 +16,9 @@ import pytest
 
 from app.bridges.slurm.failsafe import HANDED_BACK
 from tests.bridges.failsafe_site import LUA, SLACK_S, Site, marks, never_held_past, running, until
-from tests.bridges.slurm_cluster import LocalSlurm, NodeSpec, PartitionSpec, missing_binaries
+from tests.bridges.slurm_cluster import NEEDS_SLURM, LocalSlurm, NodeSpec, PartitionSpec
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 NODES = [NodeSpec(f"n{i}", cpus=4, mem_mib=4000) for i in range(1, 3)]
 PARTITIONS = [PartitionSpec("batch", ("n1", "n2"), default=True)]
 GRACE_S = 8

@@ -26,11 +26,9 @@ from tests.bridges.side_by_side import (
     over_committed,
     run_side,
 )
-from tests.bridges.slurm_cluster import missing_binaries
+from tests.bridges.slurm_cluster import NEEDS_SLURM
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(bool(missing_binaries()), reason=f"Slurm/munge not installed: "
-                                 f"{missing_binaries()} (.ci/run installs slurm-wlm munge)")]
+pytestmark = NEEDS_SLURM
 SLICE = Slice()
 
 
