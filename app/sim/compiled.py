@@ -323,7 +323,8 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     decisions asked); starts, ends, told times and first reservations are written into `real`.
     `fit`: the fitted order's weights (fit_r, fit_n, fit_rn, fit_s; read under that order only).
     Each time `every` more jobs have started (0: never), `_tell(token, how many)`. It stops before
-    the next decision once another thread sets `stop[0]` (`app.sim.stop.StopFlag`).
+    the next decision once another thread sets `stop[0]` (`app.sim.stop.StopFlag`), and then sets
+    `stop[1]` (a flag set after the last decision leaves the replay whole, and `stop[1]` at 0).
 
     It keeps: `free` (2, N), cores and MiB free now per node; `cnt_ge[v]`, the nodes with at least
     v cores free; `expect[j]`, a running job's expected end; `assigned[node_off[j]:node_off[j + 1]]`,
@@ -396,6 +397,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
         if settled_on and settled and n_pend > n_fresh and _all_short(fresh[:n_fresh], ints, cnt_ge[1]):
             continue
         if stop[0]:
+            stop[1] = 1  # obeyed: the replay is cut short
             break
         decisions += 1
         settled, n_fresh = True, 0
@@ -629,6 +631,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     for rnd in range(2):
         for at in range(len(order)):
             if stop[0]:
+                stop[1] = 1  # obeyed: this decision is cut short
                 break
             j = order[at]
             if rnd == 0 and bf_sjf and (n_left > 0 or n_reserved >= depth):
@@ -869,7 +872,7 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
             (stop or StopFlag()).cell)
     finally:
         del _LISTENERS[token]
-    if stop is not None and stop.is_set():
+    if stop is not None and stop.obeyed():
         raise ReplayStopped(stop.reason, len(started), len(jobs))
     if progress and len(started) > heard[0]:
         progress(len(started) - heard[0])

@@ -359,7 +359,7 @@ def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predic
         while nxt < len(arrivals) and arrivals[nxt].submit <= now:
             r.arrive(arrivals[nxt])
             nxt += 1
-        if stop is not None and stop.is_set():
+        if stop is not None and stop.is_set() and r.pending:  # (none pending: no decision is left)
             raise ReplayStopped(stop.reason, len(r.records), len(arrivals))
         decision = r.ask(now)
         if decision is None:

@@ -54,3 +54,21 @@ def test_a_flag_set_before_the_replay_stops_it_at_once(fast: bool) -> None:
         replay(w, "easy", params, stop=flag, compiled=fast)
     assert (caught.value.reason, caught.value.started) == ("time", 0)
     assert len(replay(w, "easy", params, stop=StopFlag(), compiled=fast).records) == len(w.jobs)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_flag_set_after_the_last_decision_leaves_the_replay_whole(fast: bool) -> None:
+    """Set once every job has started (a time cap reached as the replay ends): no decision was cut
+    short, so the whole replay is returned, as without a flag."""
+    w = _sdsc(200)
+    params = policy_params("easy", [])[1]
+    whole = replay(w, "easy", params, compiled=fast)
+    flag, heard = StopFlag(), []
+
+    def progress(n: int) -> None:
+        heard.append(n)
+        if sum(heard) == len(w.jobs):
+            flag.set("time")
+
+    got = replay(w, "easy", params, progress=progress, stop=flag, compiled=fast)
+    assert flag.is_set() and got.records == whole.records
