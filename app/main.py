@@ -19,7 +19,7 @@ from app.api.observe import Metrics, RequestLog, configure_logging
 from app.api.routes import clusters, dag, health, metrics, schedule, simulate
 from app.api.stopping import ShutdownFlag, shutdown_signals
 from app.errors import ERROR_CODES
-from app.sched import profile_kernels
+from app.sched import core
 from app.sched.dag import list_kernel
 from app.settings import Settings, get_settings
 from app.sim import compiled
@@ -34,11 +34,11 @@ from schemas.simulate import SimulateRequest
 
 @asynccontextmanager
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
-    """Before the first request: the profile's compiled loops made ready (`profile_kernels.warm`),
+    """Before the first request: the pass's and the profile's compiled loops made ready (`core.warm`),
     the DAG planners' (`list_kernel.warm`) and the compiled replay's behind POST /simulate
     (`compiled.warm`): one to two minutes of CPU the first time on a machine (see docs/operations.md), under a
     second from numba's cache after; then the shutdown signals watched while the service runs."""
-    await run_in_threadpool(profile_kernels.warm)
+    await run_in_threadpool(core.warm)
     await run_in_threadpool(list_kernel.warm)
     await run_in_threadpool(compiled.warm)
     async with shutdown_signals(shutdown):

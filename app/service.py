@@ -54,9 +54,9 @@ def warm_decisions() -> None:
     first decision needs them: the service does it at start, the Slurm bridge with the service in
     process before its first cycle (else a decision stops for a second or more per loop it loads,
     a minute on a cold cache, while jobs wait)."""
-    from app.sched import profile_kernels
+    from app.sched import core
 
-    profile_kernels.warm()
+    core.warm()
 
 
 @dataclass(frozen=True, slots=True)

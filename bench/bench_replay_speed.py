@@ -7,21 +7,18 @@
     python bench/bench_replay_speed.py --switch compiled --no-reservations --cases "lublin_256.swf:0:firstfit"
 
 Each case (trace file in the traces folder, first N jobs or 0 for all, policy label) is replayed
-`--repeat` times each way, alternating; the table gives the best CPU time of each way as jobs per
-CPU-second, their ratio, and whether both ways gave the same schedule (every job's start, end and
-nodes, hashed). `--switch` says which shortcuts "off" turns off: `pass`, the pass's (`SureWaits` never
-used: `BULK_WAITS_FROM` past any queue; the promised slots booked one by one: `HOLD_ALL_AT_ONCE`);
-`shortlist`, the replay's (`decide` is handed the whole queue: `app.sim.shortlist`); `fold`, the
-profile's (a change folded node by node on Python lists: `FOLD_BY_BATCH`, and no rebuild of many
-waiting changes at once: `REBUILD_FROM`); `kernels`, the profile's compiled loops (its questions and
-folds answered by its numpy code: `COMPILED`); `compiled`, the replay's compiled twin
-(`app.sim.compiled`: off, `decide` makes every decision); `all`, every one. Only `compiled` and
-`all` let "on" take the compiled replay: the other switches measure the Python replay's shortcuts.
-`--only-on` times the "on" way alone (its CPU seconds and schedule digest: whole logs, where the
-Python replay would take hours). `--no-reservations` replays both ways as a tuning sweep does,
-recording no first reservation (the same schedule; the compiled replay's deep passes may then stop
-after the last job that may start).
-"""
+`--repeat` times each way, alternating; the table gives the best CPU time of each way as jobs per CPU-
+second, their ratio, and whether both ways gave the same schedule (every job's start, end and nodes,
+hashed). `--switch` says which shortcuts "off" turns off: `shortlist`, the replay's (`decide` is handed
+the whole queue: `app.sim.shortlist`); `fold`, the profile's (a change folded node by node on Python
+lists: `FOLD_BY_BATCH`, and no rebuild of many waiting changes at once: `REBUILD_FROM`); `kernels`, the
+profile's compiled loops (its questions and folds answered by its numpy code: `COMPILED`); `compiled`,
+the replay's compiled twin (`app.sim.compiled`: off, `decide` makes every decision); `all`, every one.
+Only `compiled` and `all` let "on" take the compiled replay: the other switches measure the Python
+replay's shortcuts. `--only-on` times the "on" way alone (its CPU seconds and schedule digest: whole
+logs, where the Python replay would take hours). `--no-reservations` replays both ways as a tuning sweep
+does, recording no first reservation (the same schedule; the compiled replay's deep passes may then stop
+after the last job that may start). """
 
 from __future__ import annotations
 
@@ -40,7 +37,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.cli import policy_params, policy_spec, take_predicted  # noqa: E402
-from app.sched import backfill, timeline  # noqa: E402
+from app.sched import timeline  # noqa: E402
 from app.sim import compiled  # noqa: E402
 from app.sim.replay import ReplayResult, replay  # noqa: E402
 from app.sim.swf import read_swf  # noqa: E402
@@ -62,18 +59,15 @@ def digest(result: ReplayResult) -> str:
     return h.hexdigest()[:12]
 
 
-SWITCHES = ("all", "pass", "shortlist", "fold", "kernels", "compiled")
+SWITCHES = ("all", "shortlist", "fold", "kernels", "compiled")
 
 
 def one_way(w: Any, name: str, params: Any, predicted: bool, on: bool,
             switch: str, reservations: bool = True) -> tuple[float, ReplayResult]:
     """CPU seconds of one replay, with the switched shortcuts on or off, and its result."""
-    pass_on = on or switch not in ("all", "pass")
     fold_on = on or switch not in ("all", "fold")
     kernels_on = on or switch not in ("all", "kernels")
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", backfill.BULK_WAITS_FROM if pass_on else 1 << 62), \
-            mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", pass_on), \
-            mock.patch.object(timeline, "FOLD_BY_BATCH", fold_on), \
+    with mock.patch.object(timeline, "FOLD_BY_BATCH", fold_on), \
             mock.patch.object(timeline, "COMPILED", kernels_on), \
             mock.patch.object(timeline, "REBUILD_FROM", timeline.REBUILD_FROM if fold_on else 1 << 62):
         t0 = time.process_time()

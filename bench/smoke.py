@@ -55,7 +55,8 @@ def _load(name: str) -> ModuleType:
 def warm() -> float:
     """Load (or compile, on a cold numba cache) the compiled loops; the seconds it took (wall)."""
     t0 = time.perf_counter()
-    for module, name in (("app.sched.profile_kernels", "warm"), ("app.sim.compiled", "warm")):
+    for module, name in (("app.sched.core", "warm"), ("app.sched.profile_kernels", "warm"),
+                         ("app.sim.compiled", "warm")):
         try:
             getattr(importlib.import_module(module), name)()
         except (ImportError, AttributeError):  # a tree from before them

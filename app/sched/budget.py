@@ -53,6 +53,10 @@ class Budget:
         deadline = INF if time_s is None else clock() + time_s
         return cls(clock, deadline, max_jobs, stop, time_s)
 
+    def limited(self) -> bool:
+        """Whether anything may end the pass early: a job cap, a deadline or a stop flag."""
+        return self.max_jobs is not None or self.deadline != INF or self.stop is not _never
+
     def keep_for_answer(self, seconds: float) -> None:
         """End the pass `seconds` earlier, so writing the answer fits the budget too (at most half
         of the time budget is kept back: the pass always has the other half)."""

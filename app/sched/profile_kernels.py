@@ -500,122 +500,8 @@ def step_fill(times: np.ndarray, cum: np.ndarray, k: int, base: np.ndarray, ts: 
                 cum[r, pad, x] = cum[r, row, x]
 
 
-@njit(cache=True, nogil=True)
-def note_first(take_start: np.ndarray, room: np.ndarray, cap: np.ndarray, nodes: np.ndarray, start: float,
-               d: np.ndarray, per_node: bool) -> None:
-    """Per node of `nodes`, keep the earliest start of a booking and what it leaves of the node's
-    capacity `cap`: a booking starting before the one kept replaces it."""
-    for i in range(len(nodes)):
-        x = nodes[i]
-        if take_start[x] > start:
-            take_start[x] = start
-            for r in range(3):
-                room[r, x] = cap[r, x] - d[r, i if per_node else 0]
 
 
-@njit(cache=True, nogil=True)
-def dominance_counts(pa: np.ndarray, pb: np.ndarray, pc: np.ndarray, nb: int, nc: int, qa: np.ndarray,
-                     qb: np.ndarray, qc: np.ndarray) -> np.ndarray:
-    """Per query q, how many points p have pa[p] >= qa[q], pb[p] <= qb[q] and pc[p] <= qc[q].
-
-    `pa` and `qa` come sorted descending; pb, pc are ranks in [0, nb) and [0, nc); qb, qc are
-    limits in [-1, nb) and [-1, nc). A sweep down the first axis adds each point once to a
-    two-dimensional Fenwick tree over the other two, which answers each query in log nb x log nc:
-    O((points + queries) log^2), not points x queries."""
-    tree = np.zeros((nb + 1, nc + 1), dtype=np.int64)
-    out = np.zeros(len(qa), dtype=np.int64)
-    i = 0
-    for q in range(len(qa)):
-        while i < len(pa) and pa[i] >= qa[q]:
-            x = pb[i] + 1
-            while x <= nb:
-                y = pc[i] + 1
-                while y <= nc:
-                    tree[x, y] += 1
-                    y += y & -y
-                x += x & -x
-            i += 1
-        total = 0
-        x = qb[q] + 1
-        while x > 0:
-            y = qc[q] + 1
-            while y > 0:
-                total += tree[x, y]
-                y -= y & -y
-            x -= x & -x
-        out[q] = total
-    return out
-
-
-@njit(cache=True, nogil=True)
-def lose_covered(count: np.ndarray, need: np.ndarray, orders: np.ndarray, values: np.ndarray,
-                 group_start: np.ndarray, member: np.ndarray, last_job: np.ndarray, pos: int, xs: np.ndarray,
-                 seen: np.ndarray, cpu: np.ndarray, mem: np.ndarray, gpu: np.ndarray) -> int:
-    """Nodes `xs` (distinct) went from `seen` (3, N) down to (cpu, mem, gpu) free: per shape s with
-    a job at `pos` or later (`last_job`) and count[s] > 0, take from count[s] those of them in its
-    group that met its thresholds `need[:, s]` before and no longer do; then keep the new amounts in
-    `seen`. The shapes of group g sit at group_start[g]:group_start[g + 1] of `orders[r]`, by their
-    threshold on resource r (`values[r]`). A shape a node stopped meeting has, on some resource r,
-    its threshold above the new amount and at most the old one: a range of `orders[r]`; it is
-    counted on the first such r. So only the shapes in those three ranges are compared. The settled
-    shapes met there (no job left, or no node), which the caller may drop from `orders`."""
-    settled = 0
-    for x in xs:
-        old = (seen[0, x], seen[1, x], seen[2, x])
-        new = (cpu[x], mem[x], gpu[x])
-        for g in range(len(group_start) - 1):
-            if not member[g, x]:
-                continue
-            lo, hi = group_start[g], group_start[g + 1]
-            for r in range(3):
-                row = values[r, lo:hi]
-                first = lo + np.searchsorted(row, new[r], side="right")
-                last = lo + np.searchsorted(row, old[r], side="right")
-                for i in range(first, last):
-                    s = orders[r, i]
-                    if count[s] <= 0 or last_job[s] < pos:
-                        settled += 1
-                        continue
-                    ok = True
-                    for q in range(3):  # below r: met now (else counted on q); above: met before
-                        if (q < r and need[q, s] > new[q]) or (q > r and need[q, s] > old[q]):
-                            ok = False
-                    if ok:
-                        count[s] -= 1
-        seen[0, x], seen[1, x], seen[2, x] = cpu[x], mem[x], gpu[x]
-    return settled
-
-
-@njit(cache=True, nogil=True)
-def short_before(jobs: np.ndarray, shape_of: np.ndarray, release: np.ndarray, booked: np.ndarray,
-                 take_start: np.ndarray, room: np.ndarray, seen: np.ndarray, need: np.ndarray,
-                 demand: np.ndarray, group_of: np.ndarray, member: np.ndarray, out: np.ndarray) -> int:
-    """For `jobs` (positions, grouped by shape): out[job] = how many `booked` nodes of its group meet
-    its thresholds in `seen` (free now) while their earliest booking, from take_start, starts before
-    the job's release and leaves less than its `demand` in `room`. The booked nodes looked at."""
-    looked = 0
-    until = np.empty(len(booked), dtype=np.float64)
-    lo = 0
-    while lo < len(jobs):
-        s = shape_of[jobs[lo]]
-        hi = lo
-        while hi < len(jobs) and shape_of[jobs[hi]] == s:
-            hi += 1
-        g = group_of[s]
-        k = 0
-        for x in booked:
-            looked += 1
-            if not member[g, x] or not (seen[0, x] >= need[0, s] and seen[1, x] >= need[1, s]
-                                        and seen[2, x] >= need[2, s]):
-                continue
-            if room[0, x] < demand[0, s] or room[1, x] < demand[1, s] or room[2, x] < demand[2, s]:
-                until[k] = take_start[x]
-                k += 1
-        times = np.sort(until[:k])
-        for j in range(lo, hi):
-            out[jobs[j]] = np.searchsorted(times, release[jobs[j]], side="left")
-        lo = hi
-    return looked
 
 
 def warm() -> None:
@@ -639,10 +525,5 @@ def warm() -> None:
         common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True, 16,
                      False)
         earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)
-        note_first(np.full(1, INF), d.copy(), d, cols, 0.0, d, False)
     nth_smallest(np.zeros(2), 2)  # (the compiled replay's)
-    ones = np.zeros(1, dtype=np.int64)
-    dominance_counts(ones, ones, ones, 1, 1, ones, ones, ones)  # (the sure waits' counts)
-    member = np.ones((1, 1), dtype=np.bool_)
-    lose_covered(ones.copy(), d, d, d, np.array([0, 1]), member, ones, 0, ones, d, ones, ones, ones)
-    short_before(ones, ones, np.zeros(1), ones, np.zeros(1), d, d, d, d, ones, member, ones.copy())
+

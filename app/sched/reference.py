@@ -1,16 +1,16 @@
 """The scheduling pass written to be read, not to be fast: the reference the core is held to.
 
-`app.sched.backfill.BackfillPass` takes the pass of docs/methods.md §1 with caches, bulk answers
-and compiled searches. This module takes the same pass plainly: job by job in the policy's order,
-node by node, asking a list of changes per node what it has free and when. It runs only in tests
+`app.sched.core` runs the pass of docs/methods.md §1 as one compiled loop, with shortcuts. This
+module takes the same pass plainly: job by job in the policy's order, node by node, asking a list
+of changes per node what it has free and when. It runs only in tests
 (`tests/sched/test_reference.py` holds the core's whole decisions to its own).
 
 It reuses what *defines* a decision: the policy's order and rules (`scorer`, `rules`: §3), queue
 balancing (§2), node order and eligibility (`ClusterIndex`: nodes by weight, then id), the
 selectors' ranking (§4, §5), the grain (`align_up`, `release_time`), and the bound on candidate
 instants (`MAX_INSTANTS_TRIED`, which changes answers: part of the definition, §1.3). It keeps none
-of the pass's shortcuts: no `fitting`, `failed_frontier`, `clear_counts`, `stuck` or `least`, no
-sure waits answered in bulk, no profile matrices. No decision budget: every job up to the queue
+of the pass's shortcuts: no frontier of demands that found too few nodes, no `low` place in a
+selector's order, no first bookings, no profile matrices. No decision budget: every job up to the queue
 depth is looked at. The snapshot must hold the whole cluster (`Snapshot.whole` None).
 """
 
@@ -21,9 +21,9 @@ from typing import cast
 
 import numpy as np
 
-from app.sched import backfill
-from app.sched.backfill import PassResult, PassRules
+from app.sched import core
 from app.sched.cluster import ClusterIndex
+from app.sched.core import PassResult, PassRules
 from app.sched.migration import balance
 from app.sched.model import (
     Job,
@@ -281,7 +281,7 @@ class PlainPass:
             return when[first], [first]
         nth = sorted(when[x] for x in free_ever)[n - 1]
         candidates = sorted({when[x] for x in free_ever if when[x] >= nth})
-        for t in candidates[: backfill.MAX_INSTANTS_TRIED]:  # read at the call: tests vary it
+        for t in candidates[: core.MAX_INSTANTS_TRIED]:  # read at the call: tests vary it
             end = align_up(t + walltime, self.grain)
             ok = [x for x in free_ever if when[x] <= t and self.holds(job, x, t, end)]
             if len(ok) >= n:

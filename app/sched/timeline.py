@@ -333,6 +333,12 @@ class Profile:
                 ok &= self.cum[r][:w, cols] >= d[r]
         return ok
 
+    def matrices(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(times, cum, width) with every change recorded so far folded in: what the compiled pass
+        (`app.sched.core_kernel`) takes over."""
+        self._flush_all()
+        return self.times, self.cum, self.width
+
     # --- changes --------------------------------------------------------------------------------
     def start(self, nodes: np.ndarray, d: Demand, release: float) -> None:
         """Occupy d on each of `nodes` (distinct) from now until `release`."""

@@ -58,7 +58,7 @@ from numba import njit
 from numba.core.errors import NumbaWarning
 
 from app.sched import profile_kernels as kernels
-from app.sched.backfill import MAX_INSTANTS_TRIED
+from app.sched.core import MAX_INSTANTS_TRIED
 from app.sched.params import CommonParams, FirstfitParams, PriorityParams
 from app.sched.timeline import HEAD_COLUMNS
 from app.sim.stop import ReplayStopped, StopFlag
@@ -183,7 +183,7 @@ def _room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, n
 
 @njit(cache=True, nogil=True)
 def _when_quiet(times: np.ndarray, node_times: np.ndarray, n: int, grain: int) -> tuple[float, np.ndarray]:
-    """`BackfillPass._when_quiet` over every node: the n nodes whose profile is flat earliest (ties
+    """`core_kernel._when_quiet` over every node: the n nodes whose profile is flat earliest (ties
     in node order), from then on; (NaN, none) when it finds nothing."""
     none = np.empty(0, dtype=np.int64)
     if n == 1 or np.count_nonzero(np.isfinite(node_times)) < n:
@@ -244,7 +244,7 @@ def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: 
                  cum: np.ndarray, width: int, first_booking: np.ndarray, room: np.ndarray,
                  holds_promises: bool, ready: bool, out: np.ndarray) -> int:
     """The first n nodes in node order with c, m free now that hold them until `release` without
-    delaying a booking (`BackfillPass._try_start` with first_fit), into `out`; how many found
+    delaying a booking (`core_kernel._start` with first_fit), into `out`; how many found
     (fewer than n: every node was looked at). A node whose first booking starts before `release`
     is doubtful; it surely fails when that booking leaves it less than c, m (`room`: its capacity
     less the booking's demand; not while promises are held, one given back may free room), else its
@@ -269,7 +269,7 @@ def _first_clear(free: np.ndarray, c: int, m: int, n: int, now: float, release: 
 
 @njit(cache=True, nogil=True)
 def _surely_blocked(blocked: np.ndarray, n_blocked: int, c: int, m: int, n: int, release: float) -> bool:
-    """`BackfillPass._surely_blocked`: a job of this demand with an earlier or equal release found
+    """A job of this demand with an earlier or equal release found
     fewer than n nodes clear (rows of `blocked`: c, m, release, nodes clear). Bookings only grow and
     free room only shrinks during the pass, so this job would find no more."""
     for i in range(n_blocked):
@@ -282,7 +282,7 @@ def _surely_blocked(blocked: np.ndarray, n_blocked: int, c: int, m: int, n: int,
 def _search(times: np.ndarray, cum: np.ndarray, width: int, d: np.ndarray, check: np.ndarray, n: int,
             walltime: float, grain: int, first_booking: np.ndarray, any_booking: bool, head: int,
             tries: int) -> tuple[float, np.ndarray]:
-    """`BackfillPass._earliest_nodes` for a job that may use every node: when and where it starts
+    """`core_kernel._earliest` for a job that may use every node: when and where it starts
     earliest; (NaN, none) if nowhere."""
     nodes = np.arange(times.shape[1])
     per_node = NO  # (d holds one column)
@@ -599,7 +599,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
     `room` what that booking leaves of its capacity; `out`, room for a job's nodes. Under
     `conservative` (`keep_promises`), each job's last reservation (`PROMISE`, `promised`) is booked
     for it first, where it still holds (`held`), and given back at its turn
-    (`BackfillPass._hold_promises`). `cap`: the wait cap (INF: none), whose aged jobs go first
+    (`core_kernel.hold_promises`). `cap`: the wait cap (INF: none), whose aged jobs go first
     (`_aged_first`). Once `stop[0]` is set (by another thread) it looks at no further job: the replay
     is being stopped, and its result thrown away."""
     grain, depth, queue_depth, _, stop_at_block, bf_sjf, _, _, head, tries, keep_promises, from_now = rules
@@ -783,7 +783,7 @@ def _book(times: np.ndarray, cum: np.ndarray, width: int, nodes: np.ndarray, t0:
 def _hold_promises(now: float, order: np.ndarray, real: np.ndarray, ints: np.ndarray, node_off: np.ndarray,
                    promised: np.ndarray, held: np.ndarray, times: np.ndarray, cum: np.ndarray, width: int,
                    first_booking: np.ndarray, grain: int) -> tuple[np.ndarray, np.ndarray, int, bool]:
-    """`BackfillPass._hold_promises`: in order, each job's promised slot (from `max(promise, now)`
+    """`core_kernel.hold_promises`: in order, each job's promised slot (from `max(promise, now)`
     to its grain-aligned end, on its promised nodes) booked for it if it still holds with the slots
     before it booked; the buffers, the width, and whether any was held."""
     any_held = False

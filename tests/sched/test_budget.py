@@ -48,19 +48,20 @@ def _looked_at(d) -> list[str]:  # noqa: ANN001
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
 def test_time_budget_stops_the_pass_with_a_fake_clock(name: str) -> None:
-    """A deadline of 11.5 clock steps (one reading to start, one before the pass, one per job): 10
-    jobs are looked at, the other 20 are not_evaluated, and the same clock gives the same decision."""
+    """A deadline of 3.5 clock steps (one reading to start, one before the pass, one before each
+    chunk of 1, 2, 4, ... jobs the pass may look at: `core.CHUNK`): 1 + 2 jobs are looked at, the
+    other 27 are not_evaluated, and the same clock gives the same decision."""
     snap, jobs = _busy_queue()
     runs = []
     for _ in range(2):
-        budget = Budget.starting_now(FakeClock(), time_s=11.5)  # start reading: t=1, deadline 12.5
+        budget = Budget.starting_now(FakeClock(), time_s=3.5)  # start reading: t=1, deadline 4.5
         runs.append((decide(snap, jobs, name, None, budget), budget))
     (d, budget), (again, _) = runs
     assert d == again
-    assert d.summary.budget_hit == BudgetHit.time and budget.considered == d.summary.jobs_considered == 10
+    assert d.summary.budget_hit == BudgetHit.time and budget.considered == d.summary.jobs_considered == 3
     skipped = [p for p in d.pending if p.reason == Reason.not_evaluated]
-    assert len(skipped) == d.summary.not_evaluated == 20
-    assert all("time budget of 11.5 s" in p.detail for p in skipped)
+    assert len(skipped) == d.summary.not_evaluated == 27
+    assert all("time budget of 3.5 s" in p.detail for p in skipped)
     assert check_decision(snap, jobs, d) == []
 
 
@@ -99,10 +100,10 @@ def test_every_policy_keeps_its_invariants_under_a_cap(name, case, common, cap) 
 def test_stop_flag_ends_the_pass_at_the_next_job() -> None:
     """A stop asked for mid-pass (shutdown, client gone) leaves the rest not_evaluated."""
     snap, jobs = _busy_queue()
-    asked = iter([False] * 6 + [True] * 100)  # one look before the pass, then one per job
+    asked = iter([False] * 4 + [True] * 100)  # one look before the pass, then one per chunk (1, 2, 4, ...)
     d = decide(snap, jobs, "conservative", None, Budget(stop=lambda: next(asked)))
-    assert d.summary.budget_hit == BudgetHit.stopped and d.summary.jobs_considered == 5
-    assert d.summary.not_evaluated == 25
+    assert d.summary.budget_hit == BudgetHit.stopped and d.summary.jobs_considered == 7
+    assert d.summary.not_evaluated == 23
 
 
 def test_no_budget_looks_at_every_job() -> None:
@@ -130,15 +131,16 @@ def test_a_budget_spent_before_the_pass_answers_without_ranking(name: str) -> No
 
 
 def test_time_kept_for_the_answer_ends_the_pass_earlier_by_at_most_half_the_budget() -> None:
-    """Keeping 4 steps for the answer out of 11.5 looks at 6 jobs instead of 10; asking for more
-    than half keeps half (the pass still gets 5.75 steps: 4 jobs); with no time budget, nothing."""
+    """Keeping 1 step for the answer out of 5.5 reads the clock past the deadline a chunk earlier (7
+    jobs looked at instead of 1 + 2 + 4 + 8); asking for more than half keeps half (the pass still
+    gets 2.75 steps: one chunk, 1 job); with no time budget, nothing."""
     snap, jobs = _busy_queue()
     looked = []
-    for keep in (0.0, 4.0, 100.0):
-        budget = Budget.starting_now(FakeClock(), time_s=11.5)
+    for keep in (0.0, 1.0, 100.0):
+        budget = Budget.starting_now(FakeClock(), time_s=5.5)
         budget.keep_for_answer(keep)
         looked.append(decide(snap, jobs, "easy", None, budget).summary.jobs_considered)
-    assert looked == [10, 6, 4]
+    assert looked == [15, 7, 1]
     unlimited = Budget.starting_now(FakeClock(), time_s=None)
     unlimited.keep_for_answer(4.0)
     assert decide(snap, jobs, "easy", None, unlimited).summary.jobs_considered == len(jobs)

@@ -51,10 +51,10 @@ def test_sure_start_fallback_keeps_every_invariant(name, case, common) -> None: 
     """With no candidate instant tried, multi-node jobs take the 'quiet nodes' start: still sound."""
     from unittest import mock
 
-    from app.sched import backfill
+    from app.sched import core
 
     snap, jobs = case
     params = params_for(name, common, None)
-    with mock.patch.object(backfill, "MAX_INSTANTS_TRIED", 0):
+    with mock.patch.object(core, "MAX_INSTANTS_TRIED", 0):
         decision = decide(snap, jobs, name, params)
     assert check_decision(snap, jobs, decision, params.time_grain_s) == []

@@ -1,31 +1,26 @@
 """Fast paths of the core give exactly what the plain computation gives.
 
 The step matrix's radix sort must order events as np.lexsort does (ties in input order), the
-capacity types found one node type at a time must count what a scan of the nodes counts, and the
-pass's bulk answer to unfit jobs (app/sched/unfit.py) must be the decision of looking at each.
+capacity types found one node type at a time must count what a scan of the nodes counts, a
+promise's nodes checked at once must be checked as one by one, and a selector's best n must be the
+first n of its best k. (The pass's own shortcuts are held to the reference pass whole:
+tests/sched/test_reference.py.)
 """
 
 from __future__ import annotations
-
-import dataclasses
-from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sched import backfill
 from app.sched.cluster import ClusterIndex, NodeColumns
-from app.sched.model import Decision, Job, Node, NodeState, Reason, Snapshot
+from app.sched.model import Node, NodeState, Snapshot
 from app.sched.params import EvaluationParams
 from app.sched.policies import base
-from app.sched.registry import POLICIES, decide
 from app.sched.selectors import SELECTORS, NodeView
 from app.sched.timeline import INF, RADIX_MIN_EVENTS, Profile, _by_node_then_time
-from tests.builders import NOW, job, node, running, snapshot, window
-from tests.sched.test_contract import params_for
-from tests.strategies import common_params, snapshots_and_jobs
+from tests.strategies import snapshots_and_jobs
 
 
 @settings(max_examples=60, deadline=None)
@@ -154,137 +149,6 @@ def test_a_demand_per_node_answers_as_each_nodes_own_triple(seed, n, bookings) -
         assert cover[x] == profile.first_cover_of(np.array([x]), one)[0]
 
 
-def _both_ways(snap: Snapshot, jobs: list[Job], name: str, params: object,
-               after: int = 0) -> tuple[Decision, Decision]:
-    """The decision with the jobs that surely wait answered at once (their counts made once `after`
-    jobs in a row waited in full queues), and looked at one by one."""
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", 0), mock.patch.object(backfill, "SHORTEST_RUN", 1), \
-            mock.patch.object(backfill, "WAITS_BEFORE_BULK", after):
-        fast = decide(snap, jobs, name, params)  # at any queue length, every run of sure waits at once
-    with mock.patch.object(backfill, "BULK_WAITS_FROM", 10**9):
-        plain = decide(snap, jobs, name, params)
-    return fast, plain
-
-
-@pytest.mark.parametrize("name", sorted(POLICIES))
-@given(case=snapshots_and_jobs(), common=common_params(), depth=st.sampled_from([None, 0, 1, 2]),
-       after=st.sampled_from([0, 1, 3]))
-def test_bulk_waits_give_the_plain_decision(name, case, common, depth, after) -> None:  # noqa: ANN001
-    """The whole decision (starts, reservations, every job's reason and detail in the same order,
-    priorities, summary) is the one `_one` gives job by job, on random clusters and queues, whenever
-    the counts are first made (`after` waits in a row)."""
-    snap, jobs = case
-    params = params_for(name, common, depth)
-    fast, plain = _both_ways(snap, jobs, name, params, after)
-    assert fast == plain
-
-
-@pytest.mark.parametrize("name", ["easy", "priority", "memory_backfill"])
-@settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n_nodes=st.integers(4, 64), n_jobs=st.integers(1, 150),
-       depth=st.sampled_from([1, 2, 5]), backfill_order=st.sampled_from(["priority", "sjf"]),
-       after=st.sampled_from([0, 2, backfill.WAITS_BEFORE_BULK]))
-def test_bulk_waits_on_a_busy_machine_of_one_core_nodes(name, seed, n_nodes, n_jobs, depth, backfill_order,
-                                                        after) -> None:  # noqa: ANN001
-    """A replay's decisions: one-core nodes mostly busy, a long queue of jobs of one to many nodes
-    (most of them unfit), in one queue or two sharing nodes."""
-    rng = np.random.default_rng(seed)
-    two = bool(rng.integers(0, 2))
-    nodes = [node(f"n{i:03d}", cpu=1, mem=0, queues=("a", "b") if two and i % 3 == 0 else (),
-                  queue="b" if two and i % 3 == 1 else "a") for i in range(n_nodes)]
-    busy = rng.random(n_nodes) < 0.8
-    run = [running(f"r{i}", {f"n{i:03d}": (1, 0, 0)}, NOW + 60.0 * int(rng.integers(1, 200)))
-           for i in np.flatnonzero(busy).tolist()]
-    jobs = [job(f"j{i:03d}", submit=NOW - 60.0 * int(rng.integers(0, 500)),
-                walltime=60.0 * int(rng.integers(1, 300)), nodes=int(rng.integers(1, n_nodes + 3)),
-                cpu=1, queue="b" if two and rng.random() < 0.4 else "a")
-            for i in range(n_jobs)]
-    params = params_for(name, {"backfill_order": backfill_order}, depth)
-    fast, plain = _both_ways(snapshot(nodes, run), jobs, name, params, after)
-    assert fast == plain
-
-
-@pytest.mark.parametrize("name", ["easy", "priority"])
-def test_bulk_waits_let_a_job_end_as_the_reservation_begins(name: str) -> None:
-    """A job that would end exactly when the head's reservation starts is backfilled, one a grain
-    longer is blocked, and one wanting more nodes than are free waits for resources: answered at
-    once or one by one, the same."""
-    nodes = [node(f"n{i}", cpu=1, mem=0) for i in range(4)]
-    run = [running("r0", {"n0": (1, 0, 0)}, NOW + 600.0), running("r1", {"n1": (1, 0, 0)}, NOW + 600.0)]
-    jobs = [job("a_head", 0.0, 600.0, nodes=4), job("b_long", 60.0, 660.0),
-            job("c_wide", 120.0, 60.0, nodes=3), job("d_fits", 180.0, 600.0, nodes=2),
-            job("e_long", 240.0, 1200.0)]
-    params = params_for(name, {"time_grain_s": 60}, 1)
-    fast, plain = _both_ways(snapshot(nodes, run), jobs, name, params)
-    assert fast == plain
-    assert [s.job_id for s in fast.starts] == ["d_fits"]
-    reasons = {p.job_id: p.reason for p in fast.pending}
-    assert reasons == {"b_long": Reason.blocked_by_reservation, "c_wide": Reason.resources,
-                       "e_long": Reason.resources}
-
-
-@settings(max_examples=120, deadline=None)
-@given(case=snapshots_and_jobs(), common=common_params(), later=st.sampled_from([0.0, 60.0, 3_600.0]),
-       shift=st.sampled_from([0.0, -600.0, -7_200.0]))
-def test_promises_held_at_once_give_the_plain_decision(case, common, later, shift) -> None:  # noqa: ANN001
-    """`conservative` holding last decision's promises in one step decides as booking them one by
-    one: as made (they fit together), some time later, and with every other promise moved earlier
-    (slots that may collide, where the one-step booking must give way)."""
-    snap, jobs = case
-    params = params_for("conservative", common, None)
-    promised = {r.job_id: r for r in decide(snap, jobs, "conservative", params).reservations}
-    again = [dataclasses.replace(j, promise_start=promised[j.id].start_time + (shift if k % 2 else 0.0),
-                                 promise_nodes=promised[j.id].node_ids) if j.id in promised else j
-             for k, j in enumerate(jobs)]
-    snap = dataclasses.replace(snap, now=snap.now + later)
-    fast = decide(snap, again, "conservative", params)
-    with mock.patch.object(backfill, "HOLD_ALL_AT_ONCE", False):
-        plain = decide(snap, again, "conservative", params)
-    assert fast == plain
-
-
-def _with_windows_noted(snap: Snapshot, jobs: list[Job], name: str, params: object, noted: bool,
-                        bulk: bool) -> Decision:
-    bulk_patches = {"BULK_WAITS_FROM": 0, "SHORTEST_RUN": 1, "WAITS_BEFORE_BULK": 0} if bulk else {}
-    with mock.patch.multiple(backfill, WINDOWS_AS_TAKES=noted, **bulk_patches):
-        return decide(snap, jobs, name, params)
-
-
-@pytest.mark.parametrize("name", sorted(POLICIES))
-@settings(max_examples=60, deadline=None)
-@given(case=snapshots_and_jobs(), common=common_params(), depth=st.sampled_from([None, 1, 2]),
-       bulk=st.booleans())
-def test_windows_counted_as_takes_give_the_plain_decision(name, case, common, depth, bulk) -> None:  # noqa: ANN001
-    """A maintenance window ahead taken as its nodes' earliest booking (a job still running when it
-    begins surely fails there) gives the decision of checking those nodes' bookings, with the sure
-    waits answered one by one or in bulk (whose clear counts read the same takes)."""
-    snap, jobs = case
-    params = params_for(name, common, depth)
-    noted = _with_windows_noted(snap, jobs, name, params, True, bulk)
-    assert noted == _with_windows_noted(snap, jobs, name, params, False, bulk)
-
-
-@pytest.mark.parametrize("noted", [True, False])
-def test_a_window_ahead_is_a_sure_failure_without_a_look_at_the_matrices(noted: bool) -> None:
-    """Jobs that would still run when a window begins on the first nodes start past them; with the
-    window taken as a booking that is known without building the availability matrices."""
-    made: list[Profile] = []
-
-    class Seen(Profile):
-        def __init__(self, *args, **kw) -> None:  # noqa: ANN002, ANN003
-            super().__init__(*args, **kw)
-            made.append(self)
-
-    nodes = [node(f"n{i}", cpu=4) for i in range(4)]
-    snap = snapshot(nodes, [], windows=(window("w", ("n0", "n1"), NOW + 600, NOW + 4_200),))
-    jobs = [job(f"j{i}", NOW - 10 * i, 3_600.0) for i in range(3)]
-    with mock.patch("app.sched.policies.base.Profile", Seen), \
-            mock.patch.object(backfill, "WINDOWS_AS_TAKES", noted):
-        d = decide(snap, jobs, "easy")
-    assert [s.node_ids for s in d.starts] == [("n2",)] * 3
-    assert (made[0].sources is not None) == noted  # never built when the window is a known booking
-
-
 @pytest.mark.parametrize("name", sorted(SELECTORS))
 @settings(max_examples=60, deadline=None)
 @given(case=snapshots_and_jobs(), data=st.data())
@@ -306,16 +170,3 @@ def test_a_selectors_best_n_are_the_first_n_of_its_best_k(name, case, data) -> N
     selector = SELECTORS[name]()
     assert selector.order(view, cand, d, k)[:n].tolist() == selector.order(view, cand, d, n).tolist()
 
-
-@pytest.mark.parametrize("name", sorted(POLICIES))
-@settings(max_examples=60, deadline=None)
-@given(case=snapshots_and_jobs(), common=common_params(), depth=st.sampled_from([None, 1, 2]))
-def test_one_ranking_per_start_gives_the_plain_decision(name, case, common, depth) -> None:  # noqa: ANN001
-    """Ranking a start's candidates once, deep enough for the doubtful ones, gives the decision of
-    ranking the best n and then, if one is booked, again deeper (every selector)."""
-    snap, jobs = case
-    params = params_for(name, common, depth)
-    with mock.patch.object(backfill, "ONE_RANKING", True):
-        once = decide(snap, jobs, name, params)
-    with mock.patch.object(backfill, "ONE_RANKING", False):
-        assert once == decide(snap, jobs, name, params)

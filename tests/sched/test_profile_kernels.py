@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numba.core.registry import CPUDispatcher as Dispatcher
 
-from app.sched import profile_kernels
+from app.sched import core, core_kernel, profile_kernels
 
 
 def test_the_cache_falls_back_to_the_temporary_directory_where_nothing_else_is_writable() -> None:
@@ -37,13 +37,14 @@ def test_the_cache_falls_back_to_the_temporary_directory_where_nothing_else_is_w
 
 
 def test_after_warming_a_replay_of_every_policy_compiles_nothing_more() -> None:
-    """`warm` (what the service runs before its first request) covers every argument type the
-    profile passes: a decision of any policy finds its loops compiled already."""
+    """`core.warm` (what the service runs before its first request) covers every argument type the
+    pass and the profile pass: a decision of any policy finds its loops compiled already."""
     from tests.sim.replay_reference import POLICIES, run, sdsc
 
-    loops = [f for f in vars(profile_kernels).values() if isinstance(f, Dispatcher)]  # every compiled loop
-    assert {"earliest_slot", "note_first", "fold", "step_matrix"} <= {f.__name__ for f in loops}
-    profile_kernels.warm()
+    loops = [f for module in (profile_kernels, core_kernel) for f in vars(module).values()
+             if isinstance(f, Dispatcher)]  # every compiled loop
+    assert {"earliest_slot", "fold", "step_matrix", "run", "hold_promises"} <= {f.__name__ for f in loops}
+    core.warm()
     warmed = [len(loop.signatures) for loop in loops]
     w = sdsc()
     for label in POLICIES:

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sched import backfill, reference
+from app.sched import core, reference
 from app.sched.model import Job, Node, RunningJob, Snapshot, Window
 from app.sched.params import UNLIMITED
 from app.sched.registry import POLICIES, decide
@@ -111,32 +111,29 @@ def busy_partition(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
 
 
 def check_same(name: str, case: tuple[Snapshot, list[Job]], common: dict[str, object], depth: int | None,
-               selector: str, every_run: bool, tries: int | None) -> None:
-    """The core's decision (with its bulk answers at every run length when `every_run`) is the
-    reference's, start for start, reservation for reservation, pending job for pending job. `tries`
-    bounds the candidate instants of both (None: the default), so the sure start is reached too."""
+               selector: str, tries: int | None) -> None:
+    """The core's decision is the reference's, start for start, reservation for reservation,
+    pending job for pending job. `tries` bounds the candidate instants of both (None: the default),
+    so the sure start is reached too."""
     snap, jobs = case
     params = params_for(name, {**common, "selector": selector}, depth)
     with ExitStack() as patches:
         if tries is not None:
-            patches.enter_context(mock.patch.object(backfill, "MAX_INSTANTS_TRIED", tries))
-        if every_run:
-            patches.enter_context(mock.patch.object(backfill, "BULK_WAITS_FROM", 0))
-            patches.enter_context(mock.patch.object(backfill, "SHORTEST_RUN", 1))
-        core = decide(snap, jobs, name, params)
+            patches.enter_context(mock.patch.object(core, "MAX_INSTANTS_TRIED", tries))
+        fast = decide(snap, jobs, name, params)
         plain = reference.decide(snap, jobs, name, params)
-    assert list(core.starts) == plain.starts
-    assert list(core.reservations) == plain.reservations
-    assert list(core.pending) == plain.pending
+    assert list(fast.starts) == plain.starts
+    assert list(fast.reservations) == plain.reservations
+    assert list(fast.pending) == plain.pending
 
 
 @pytest.mark.parametrize("selector", SELECTORS)
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @settings(max_examples=10, deadline=None)
 @given(case=snapshots_and_jobs().flatmap(promised).flatmap(shifted), common=common_params(), depth=DEPTHS,
-       every_run=st.booleans(), tries=TRIES)
-def test_core_decides_as_the_reference(name, selector, case, common, depth, every_run, tries) -> None:  # noqa: ANN001
-    check_same(name, case, common, depth, selector, every_run, tries)
+       tries=TRIES)
+def test_core_decides_as_the_reference(name, selector, case, common, depth, tries) -> None:  # noqa: ANN001
+    check_same(name, case, common, depth, selector, tries)
 
 
 @pytest.mark.slow
@@ -144,10 +141,10 @@ def test_core_decides_as_the_reference(name, selector, case, common, depth, ever
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @settings(max_examples=100, deadline=None)
 @given(case=bigger().flatmap(promised).flatmap(shifted), common=common_params(), depth=DEPTHS,
-       every_run=st.booleans(), tries=TRIES)
+       tries=TRIES)
 def test_core_decides_as_the_reference_on_bigger_clusters(name, selector, case, common, depth,  # noqa: ANN001
-                                                          every_run, tries) -> None:  # noqa: ANN001
-    check_same(name, case, common, depth, selector, every_run, tries)
+                                                          tries) -> None:  # noqa: ANN001
+    check_same(name, case, common, depth, selector, tries)
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
@@ -155,14 +152,14 @@ def test_core_decides_as_the_reference_on_bigger_clusters(name, selector, case, 
 @given(case=busy_partition().flatmap(promised), depth=DEPTHS, selector=st.sampled_from(SELECTORS),
        tries=TRIES)
 def test_core_decides_as_the_reference_on_a_busy_partition(name, case, depth, selector, tries) -> None:  # noqa: ANN001
-    check_same(name, case, {}, depth, selector, False, tries)
+    check_same(name, case, {}, depth, selector, tries)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(POLICIES))
 @settings(max_examples=400, deadline=None)
 @given(case=busy_partition().flatmap(promised), depth=DEPTHS, selector=st.sampled_from(SELECTORS),
-       tries=TRIES, every_run=st.booleans())
-def test_core_decides_as_the_reference_on_a_busy_partition_at_length(name, case, depth, selector, tries,  # noqa: ANN001
-                                                                     every_run) -> None:  # noqa: ANN001
-    check_same(name, case, {}, depth, selector, every_run, tries)
+       tries=TRIES)
+def test_core_decides_as_the_reference_on_a_busy_partition_at_length(name, case, depth, selector,  # noqa: ANN001
+                                                                     tries) -> None:  # noqa: ANN001
+    check_same(name, case, {}, depth, selector, tries)

@@ -12,9 +12,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from app.errors import InputError
-from app.sched.backfill import BackfillPass, PassResult, PassRules
 from app.sched.budget import Budget, BudgetHit
 from app.sched.cluster import ClusterIndex
+from app.sched.core import CorePass, PassResult, PassRules
 from app.sched.migration import Balanced, balance, queue_loads
 from app.sched.model import Decision, Job, Pending, Reason, Snapshot, StartKind, Summary
 from app.sched.order import ScoreAll, Scored, fcfs_scores, priority_infos, rank, rank_key
@@ -67,8 +67,8 @@ class BasePolicy:
         view = NodeView(cluster, profile, self.params.evaluation)
         ranked = rank(self.scorer(cluster, view)(balanced.jobs, now))
         depth = self.params.queue_depth
-        result = BackfillPass(
-            cluster, profile, view, self.selector,
+        result = CorePass(
+            cluster, profile, self.params.selector, self.params.evaluation,
             self.rules(now, ranked), balanced.overloaded, budget
         ).run([s.job for s in ranked[:depth]])
         skipped = [

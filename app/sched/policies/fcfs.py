@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.sched.backfill import PassRules
+from app.sched.core import PassRules
 from app.sched.order import Scored, fcfs_scores
 from app.sched.params import FcfsParams
 from app.sched.policies.base import BasePolicy, StandingKey, standing

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.sched.backfill import PassRules
+from app.sched.core import PassRules
 from app.sched.model import Job
 from app.sched.order import Scored
 from app.sched.params import FirstfitParams

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from app.sched.backfill import PassRules
 from app.sched.cluster import ClusterIndex
+from app.sched.core import PassRules
 from app.sched.model import Job
 from app.sched.order import (
     ScoreAll,

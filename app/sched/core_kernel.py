@@ -1,0 +1,558 @@
+"""The scheduling pass of docs/methods.md §1 as one compiled loop: the decision core.
+
+`app.sched.core` prepares a decision's arrays and reads the answer back; this module is the pass
+itself, job by job in the order it is given: a promised slot given back, never fits or a stopped
+queue, a start on the best nodes that hold the job until its release without delaying a booking,
+else a reservation on the nodes that hold it earliest (while the queue's depth and the policy allow),
+else a wait, with the reason as a code. `app.sched.reference` is the same pass written to be read;
+tests/sched/test_reference.py holds this one to it, decision for decision.
+
+The availability profile is `app.sched.timeline.Profile`'s pair of matrices: `times` (K, N), each
+node's instants ascending then INF padding, and `cum` (3, K, N), what it has free from each on. The
+questions and folds are `app.sched.profile_kernels`'. Besides them the pass keeps:
+
+- `free` (3, N): what each node has free now, bookings not counted (a node down: NEG);
+- `first_booking` (N): the earliest start of anything booked on a node (reservations, promised
+  slots, windows ahead): a node whose first booking is at or after a job's release holds it as
+  long as it has the demand free now, since running jobs only give back until then;
+- per eligible set (a queue and labels), its nodes in node order and in the selector's order when
+  that order is fixed (first_fit: node order; least_load: by load), and over the latter a tree of
+  the most each range of places has free of each resource (`tree`): the next node with a demand
+  free now is found in log time, past the nodes that lack it, and a set where no node has it is
+  told at the root;
+- per eligible set, a few demands that found too few nodes free now (`FRONTIER`): free only
+  shrinks during a pass, so a job asking at least as much of every resource, for more nodes than
+  that, cannot start now either.
+
+Each shortcut gives the answer the plain pass gives, and the reference tests hold it to that. The
+pass counts the node rows its walks touch (`WORK`), which tests/sched/test_work_bound.py bounds, and
+the nodes its reservation searches are handed (`SEARCHED`: every eligible node of each, for now).
+
+The arguments come bundled, each a tuple the caller builds once per decision (see `core.CorePass`):
+`nodes` (free, cap, first_booking, booked, cpu_part); `sets` (e_off, e_nodes, e_rank, t_off,
+t_size, tree, m_off, m_set, m_pos, fr, fr_n); `jobs` (cols, walltime, may, never, promise, p_off,
+p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out` (outcome, aux, o_off, o_nodes,
+start_at, seq, left, counters); `how` (rules, coef, selector, now, grain).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from app.sched import profile_kernels as kernels
+
+INF = math.inf
+# what became of a job (`outcome`)
+(LOOKING, START, BACKFILL, RESERVED, NEVER_FITS, NODE_DOWN, BEHIND, BLOCKED, SHORT, NOT_EVALUATED,
+ DEFERRED) = range(11)
+# the selectors (app.sched.selectors): the first two rank nodes in an order fixed for the pass
+FIRST_FIT, LEAST_LOAD, EVALUATION, FRAGMENT = range(4)
+# `rules`: reservations per queue, a node holds one reservation at most (memory_backfill), a queue
+# stops at its first blocked job (fcfs), reserved nodes withheld from now on (firstfit), candidate
+# instants of a multi-node reservation, instants searched on every node first
+DEPTH, ONE_PER_NODE, STOP_AT_BLOCK, FROM_NOW, TRIES, HEAD = range(6)
+# `counters`: jobs in `seq`, jobs deferred to `left`, node rows the starts' walks touched, the
+# profile's width, anything booked yet, a window ahead taken, nodes handed to reservation searches
+N_SEQ, N_LEFT, WORK, WIDTH, ANY_BOOKING, ANY_WINDOW, SEARCHED = range(7)
+# rows of `cols` (7, J) int64: each job's demand per node, nodes, whole-node (1), queue, eligible set
+CPU, MEM, GPU, NODES, WHOLE, QUEUE, ELIG = range(7)
+FRONTIER = 32  # demands remembered per eligible set that found too few nodes free now
+NEG = -(1 << 40)  # a tree's padding: no demand fits there (as `cluster.NEG`, a node down)
+
+NO = np.bool_(False)  # (a plain bool, as the kernels are compiled for: see app.sim.compiled)
+_EVERY = np.ones(3, dtype=np.bool_)
+
+
+# --- the profile's buffers -------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """`Profile._grow` until a fold has room for two more instants past `width`: twice the rows,
+    INF instants whose amounts repeat the last row's."""
+    while width + 2 > times.shape[0]:
+        k, n = times.shape
+        grown = np.full((2 * k, n), INF)
+        more = np.empty((3, 2 * k, n), dtype=np.int64)
+        for row in range(2 * k):
+            for x in range(n):
+                if row < k:
+                    grown[row, x] = times[row, x]
+                for r in range(3):
+                    more[r, row, x] = cum[r, min(row, k - 1), x]
+        times, cum = grown, more
+    return times, cum
+
+
+@njit(cache=True, nogil=True)
+def _fold(times: np.ndarray, cum: np.ndarray, counters: np.ndarray, nodes: np.ndarray, t0: float, t1: float,
+          d: np.ndarray, per_node: bool, now: float) -> tuple[np.ndarray, np.ndarray]:
+    times, cum = room(times, cum, counters[WIDTH])
+    counters[WIDTH] = kernels.fold(times, cum, nodes, t0, t1, d, per_node, now, counters[WIDTH])
+    return times, cum
+
+
+@njit(cache=True, nogil=True)
+def _book(times: np.ndarray, cum: np.ndarray, nodes: tuple, chosen: np.ndarray, t0: float, t1: float,
+          d: np.ndarray, per_node: bool, counters: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
+    """Book d on `chosen` over [t0, t1): a reservation or a promised slot."""
+    _, _, first_booking, booked, _ = nodes
+    times, cum = _fold(times, cum, counters, chosen, t0, t1, d, per_node, now)
+    for x in chosen:
+        booked[x] = True
+        first_booking[x] = min(first_booking[x], t0)
+    counters[ANY_BOOKING] = 1
+    return times, cum
+
+
+@njit(cache=True, nogil=True)
+def _release(end: float, now: float, grain: int) -> float:
+    """`timeline.release_time`."""
+    if end <= now:
+        return np.floor(now / grain) * grain + grain
+    return np.ceil(end / grain) * grain
+
+
+@njit(cache=True, nogil=True)
+def _need(cols: np.ndarray, j: int, chosen: np.ndarray, cap: np.ndarray, sign: int) -> np.ndarray:
+    """What job j takes on each of `chosen` (times `sign`): its demand as one column, or, for a
+    whole-node job, each node's capacity."""
+    if cols[WHOLE, j] == 1:
+        d = np.empty((3, len(chosen)), dtype=np.int64)
+        for i in range(len(chosen)):
+            for r in range(3):
+                d[r, i] = sign * cap[r, chosen[i]]
+        return d
+    d = np.empty((3, 1), dtype=np.int64)
+    d[0, 0], d[1, 0], d[2, 0] = sign * cols[CPU, j], sign * cols[MEM, j], sign * cols[GPU, j]
+    return d
+
+
+# --- the eligible sets' trees ------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def build_trees(free: np.ndarray, e_off: np.ndarray, e_rank: np.ndarray, t_off: np.ndarray,
+                t_size: np.ndarray, tree: np.ndarray) -> None:
+    """Each set's tree over its places in `e_rank`: leaf p (at t_size + p) holds what that node has
+    free now, an inner node the most of each resource under it; padding leaves hold NEG."""
+    for e in range(len(t_size)):
+        base, size, lo = t_off[e], t_size[e], e_off[e]
+        for p in range(size):
+            for r in range(3):
+                tree[r, base + size + p] = free[r, e_rank[lo + p]] if lo + p < e_off[e + 1] else NEG
+        for i in range(size - 1, 0, -1):
+            for r in range(3):
+                tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
+
+
+@njit(cache=True, nogil=True)
+def _covers_at(tree: np.ndarray, i: int, c: int, m: int, g: int) -> bool:
+    return tree[0, i] >= c and (m == 0 or tree[1, i] >= m) and (g == 0 or tree[2, i] >= g)
+
+
+@njit(cache=True, nogil=True)
+def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g: int) -> int:
+    """The first place at or after p whose node has (c, m, g) free now (-1: none): up from leaf p
+    to the first range to its right whose most covers the demand, then down to its first leaf that
+    does."""
+    if p >= size:
+        return -1
+    i = size + p
+    while not _covers_at(tree, base + i, c, m, g):
+        while i & 1:  # a right child: its parent's range is done too
+            i >>= 1
+        if i == 0:
+            return -1
+        i += 1
+    while i < size:
+        i = 2 * i if _covers_at(tree, base + 2 * i, c, m, g) else 2 * i + 1
+    return i - size
+
+
+@njit(cache=True, nogil=True)
+def _shrunk(free: np.ndarray, sets: tuple, x: int) -> None:
+    """Node x's free fell: its leaf in every set it belongs to, and the ranges above it."""
+    _, _, _, t_off, t_size, tree, m_off, m_set, m_pos, _, _ = sets
+    for k in range(m_off[x], m_off[x + 1]):
+        e = m_set[k]
+        base, i = t_off[e], t_size[e] + m_pos[k]
+        for r in range(3):
+            tree[r, base + i] = free[r, x]
+        i >>= 1
+        while i >= 1:
+            for r in range(3):
+                tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
+            i >>= 1
+
+
+@njit(cache=True, nogil=True)
+def _short_known(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int, n: int) -> bool:
+    """Whether a demand at most (c, m, g) found fewer than n nodes of set e free now earlier in the
+    pass: free only shrinks, so this one finds no more."""
+    for i in range(min(fr_n[e], FRONTIER)):
+        if c >= fr[e, i, 0] and m >= fr[e, i, 1] and g >= fr[e, i, 2] and n > fr[e, i, 3]:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _note_short(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int, count: int) -> None:
+    at = fr_n[e] % FRONTIER
+    fr[e, at, 0], fr[e, at, 1], fr[e, at, 2], fr[e, at, 3] = c, m, g, count
+    fr_n[e] += 1
+
+
+# --- §1.1: a start -------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _ranked(cand: np.ndarray, free: np.ndarray, cap: np.ndarray, selector: int, cpu_part: np.ndarray,
+            coef: np.ndarray, c: int, m: int, g: int) -> np.ndarray:
+    """`cand` (node order) in the order of a selector whose ranking moves with free (evaluation: the
+    highest E first; fragment: the lowest score after placement, then the least leftover), ties in
+    node order: `Selector.order` over every candidate, computed operation for operation."""
+    k = len(cand)
+    key = np.empty(k)
+    if selector == EVALUATION:
+        for i in range(k):
+            x = cand[i]
+            key[i] = -(coef[0] * cpu_part[x] + coef[1] * max(free[1, x], 0))
+        return cand[np.argsort(key, kind="mergesort")]
+    left = np.empty(k)
+    d = (c, m, g)
+    for i in range(k):
+        x = cand[i]
+        share = np.zeros(3)
+        rest = np.zeros(3)
+        count = 0
+        for r in range(3):
+            if cap[r, x] > 0:
+                after = free[r, x] - d[r]
+                share[r] = (cap[r, x] - after) / cap[r, x]
+                rest[r] = after / cap[r, x]
+                count += 1
+        mean = (share[0] + share[1] + share[2]) / count
+        dev = np.zeros(3)
+        for r in range(3):
+            if cap[r, x] > 0:
+                dev[r] = (share[r] - mean) ** 2
+        key[i] = np.rint(np.sqrt((dev[0] + dev[1] + dev[2]) / count) * 1e9) / 1e9
+        left[i] = (rest[0] + rest[1]) + rest[2]
+    by_left = np.argsort(left, kind="mergesort")
+    return cand[by_left[np.argsort(key[by_left], kind="mergesort")]]
+
+
+@njit(cache=True, nogil=True)
+def _clear(times: np.ndarray, cum: np.ndarray, width: int, first_booking: np.ndarray, cap: np.ndarray,
+           x: int, c: int, m: int, g: int, whole: bool, now: float, release: float) -> bool:
+    """Whether node x keeps the job's demand (whole: its capacity) free until `release` without
+    delaying a booking: surely when its first booking starts at or after then."""
+    if first_booking[x] >= release:
+        return True
+    if whole:
+        need = (cap[0, x], cap[1, x], cap[2, x])
+        return kernels.holds(times, cum, x, need, True, True, now, release, width)
+    return kernels.holds(times, cum, x, (c, m, g), m > 0, g > 0, now, release, width)
+
+
+@njit(cache=True, nogil=True)
+def _able(free: np.ndarray, cap: np.ndarray, x: int, c: int, m: int, g: int, whole: bool) -> bool:
+    """Whether node x has the demand free now (whole: could hold it, and is idle now)."""
+    if whole:
+        return (cap[0, x] >= c and cap[1, x] >= m and cap[2, x] >= g and free[0, x] >= cap[0, x]
+                and free[1, x] >= cap[1, x] and free[2, x] >= cap[2, x])
+    return free[0, x] >= c and (m == 0 or free[1, x] >= m) and (g == 0 or free[2, x] >= g)
+
+
+@njit(cache=True, nogil=True)
+def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple, out: tuple,
+           how: tuple) -> tuple[np.ndarray, np.ndarray, bool, bool]:
+    """§1.1: start job j on the selector's best n nodes that have its demand free now (whole: are
+    idle now) and keep it until its release clear of every booking; (times, cum, started, whether n
+    nodes have it free now, bookings aside)."""
+    free, cap, first_booking, _, cpu_part = nodes
+    e_off, _, e_rank, t_off, t_size, tree, _, _, _, fr, fr_n = sets
+    cols, walltime = jobs[0], jobs[1]
+    _, _, o_off, o_nodes, _, _, _, counters = out
+    _, coef, selector, now, grain = how
+    c, m, g, n, e = cols[CPU, j], cols[MEM, j], cols[GPU, j], cols[NODES, j], cols[ELIG, j]
+    whole = cols[WHOLE, j] == 1
+    if not whole and _short_known(fr, fr_n, e, c, m, g, n):
+        return times, cum, False, False
+    release = _release(now + walltime[j], now, grain)
+    lo, base, size = e_off[e], t_off[e], t_size[e]
+    chosen = o_nodes[o_off[j] : o_off[j] + n]
+    width = counters[WIDTH]
+    fit, k = 0, 0
+    p = _next_fit(tree, base, size, 0, c, m, g)
+    if selector == FIRST_FIT or selector == LEAST_LOAD:  # the order is fixed: walk it, stop at n clear
+        while p >= 0:
+            x = e_rank[lo + p]
+            counters[WORK] += 1
+            if _able(free, cap, x, c, m, g, whole):
+                fit += 1
+                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, release):
+                    chosen[k] = x
+                    k += 1
+                    if k == n:
+                        break
+            p = _next_fit(tree, base, size, p + 1, c, m, g)
+    else:  # every node with it free, ranked
+        cand = np.empty(e_off[e + 1] - lo, dtype=np.int64)
+        while p >= 0:  # (e_rank is e_nodes here: node order)
+            x = e_rank[lo + p]
+            counters[WORK] += 1
+            if _able(free, cap, x, c, m, g, whole):
+                cand[fit] = x
+                fit += 1
+            p = _next_fit(tree, base, size, p + 1, c, m, g)
+        if fit >= n:
+            for x in _ranked(cand[:fit], free, cap, selector, cpu_part, coef, c, m, g):
+                counters[WORK] += 1
+                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, release):
+                    chosen[k] = x
+                    k += 1
+                    if k == n:
+                        break
+    if k < n:
+        if fit < n and not whole:
+            _note_short(fr, fr_n, e, c, m, g, fit)
+        return times, cum, False, fit >= n
+    d = _need(cols, j, chosen, cap, 1)
+    for i in range(n):
+        for r in range(3):
+            free[r, chosen[i]] -= d[r, i if whole else 0]
+        _shrunk(free, sets, chosen[i])
+    times, cum = _fold(times, cum, counters, chosen, now, release, d, whole, now)
+    return times, cum, True, True
+
+
+# --- §1.3: a reservation -----------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def _when_quiet(times: np.ndarray, nodes: np.ndarray, node_times: np.ndarray, n: int,
+                grain: int) -> tuple[float, np.ndarray]:
+    """No candidate common start held: the instant by which n nodes that can hold the job have no
+    change left ahead (past its last instant a node's free stays put), those quiet first (node order
+    on ties), sorted; (NaN, none) for one node or fewer than n ever free."""
+    none = nodes[:0]
+    finite = 0
+    for v in node_times:
+        finite += v < INF
+    if n == 1 or finite < n:
+        return np.nan, none
+    quiet = np.full(len(nodes), INF)
+    for i in range(len(nodes)):
+        if node_times[i] < INF:
+            x, last = nodes[i], 0
+            while last + 1 < times.shape[0] and times[last + 1, x] < INF:
+                last += 1
+            quiet[i] = max(times[last, x], node_times[i])
+    best = np.argsort(quiet, kind="mergesort")[:n]
+    start = np.ceil(quiet[best].max() / grain) * grain
+    return start, np.sort(nodes[best])
+
+
+@njit(cache=True, nogil=True)
+def _common(times: np.ndarray, cum: np.ndarray, elig: np.ndarray, node_times: np.ndarray, d: np.ndarray,
+            per_node: bool, check: np.ndarray, n: int, wall: float, grain: int, width: int,
+            first_booking: np.ndarray, any_booking: bool, tries: int) -> tuple[float, np.ndarray]:
+    """`Profile.slot` on each node's earliest start, then the sure start once n nodes are quiet."""
+    if n > 1:
+        t, chosen = kernels.common_start(times, cum, elig, node_times, d, per_node, check, n, wall, grain,
+                                         width, first_booking, any_booking, tries, NO)
+    elif len(node_times) and node_times.min() < INF:
+        p = np.argmin(node_times)
+        t, chosen = node_times[p], elig[p : p + 1].copy()
+    else:
+        t, chosen = np.nan, elig[:0]
+    if np.isnan(t):
+        return _when_quiet(times, elig, node_times, n, grain)
+    return t, chosen
+
+
+@njit(cache=True, nogil=True)
+def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
+              counters: np.ndarray, how: tuple) -> tuple[float, np.ndarray]:
+    """The earliest instant n eligible nodes all hold job j, and those nodes; (NaN, none) if never."""
+    _, cap, first_booking, booked, _ = nodes
+    e_off, e_nodes = sets[0], sets[1]
+    cols, walltime = jobs[0], jobs[1]
+    rules, grain = how[0], how[4]
+    e, n, wall = cols[ELIG, j], cols[NODES, j], walltime[j]
+    elig = e_nodes[e_off[e] : e_off[e + 1]]
+    width, tries, any_booking = counters[WIDTH], rules[TRIES], counters[ANY_BOOKING] == 1
+    counters[SEARCHED] += len(elig)
+    one_per_node = rules[ONE_PER_NODE] == 1
+    if cols[WHOLE, j] == 1:  # when each node able to hold the demand is idle for the whole run
+        d = _need(cols, j, elig, cap, 1)
+        node_times = kernels.earliest(times, cum, elig, d, True, _EVERY, wall, grain, width)
+        for i in range(len(elig)):
+            x = elig[i]
+            if (cap[0, x] < cols[CPU, j] or cap[1, x] < cols[MEM, j] or cap[2, x] < cols[GPU, j]
+                    or (one_per_node and booked[x])):
+                node_times[i] = INF
+        return _common(times, cum, elig, node_times, d, True, _EVERY, n, wall, grain, width, first_booking,
+                       any_booking, tries)
+    d = _need(cols, j, elig[:0], cap, 1)
+    check = np.array([True, cols[MEM, j] > 0, cols[GPU, j] > 0])
+    if one_per_node:  # booked nodes are out; the others' free only grows, windows aside
+        node_times = kernels.first_cover(times, cum, elig, d, NO, check, width, width)
+        for i in range(len(elig)):
+            x = elig[i]
+            if booked[x]:
+                node_times[i] = INF
+            elif counters[ANY_WINDOW] and node_times[i] < INF and first_booking[x] < INF:
+                node_times[i] = kernels.earliest(times, cum, elig[i : i + 1], d, NO, check, wall, grain,
+                                                 width)[0]
+        return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
+                       any_booking, tries)
+    # the first candidate only: `earliest_starts` leaves INF the nodes whose start is past the n-th
+    # best, so a later candidate would miss those that are free by then
+    node_times, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
+                                                  rules[HEAD], first_booking, any_booking, min(1, tries))
+    if np.isnan(t) and n > 1:  # the later candidates, and the sure start, on every node's earliest start
+        node_times = kernels.earliest(times, cum, elig, d, NO, check, wall, grain, width)
+        return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
+                       any_booking, tries)
+    return t, chosen
+
+
+@njit(cache=True, nogil=True)
+def _reserve(j: int, promised: float, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple,
+             jobs: tuple, out: tuple, how: tuple) -> tuple[np.ndarray, np.ndarray, float]:
+    """§1.3: book the nodes that hold job j earliest, from then (from now under firstfit) to its
+    grain-aligned end; a promised job keeps its promised slot if the search finds none sooner.
+    (times, cum, the reservation's start; NaN: none)."""
+    cap = nodes[1]
+    cols, walltime, p_off, p_nodes = jobs[0], jobs[1], jobs[5], jobs[6]
+    o_off, o_nodes, counters = out[2], out[3], out[7]
+    rules, now, grain = how[0], how[3], how[4]
+    t, chosen = _earliest(j, times, cum, nodes, sets, jobs, counters, how)
+    if not np.isnan(promised) and (np.isnan(t) or t > promised):  # the search's bounds missed it
+        t, chosen = promised, np.sort(p_nodes[p_off[j] : p_off[j + 1]])
+    if np.isnan(t):
+        return times, cum, t
+    end = np.ceil((t + walltime[j]) / grain) * grain
+    hold_from = now if rules[FROM_NOW] else t
+    times, cum = _book(times, cum, nodes, chosen, hold_from, end, _need(cols, j, chosen, cap, 1),
+                       cols[WHOLE, j] == 1, counters, now)
+    o_nodes[o_off[j] : o_off[j] + len(chosen)] = chosen
+    return times, cum, t
+
+
+# --- the pass ------------------------------------------------------------------------------------
+
+@njit(cache=True, nogil=True)
+def hold_promises(order: np.ndarray, times: np.ndarray, cum: np.ndarray, nodes: tuple, jobs: tuple,
+                  counters: np.ndarray, now: float, grain: int) -> tuple[np.ndarray, np.ndarray]:
+    """Conservative's promises: in the pass's order, each job's promised slot (from max(promise,
+    now) to its grain-aligned end, on its promised nodes) booked for it if it still holds with those
+    before it booked; `promise[j]` becomes that start. (NaN promise: none, or not usable.)"""
+    cap = nodes[1]
+    cols, walltime, _, _, promise, p_off, p_nodes, held = jobs
+    for j in order:
+        if np.isnan(promise[j]):
+            continue
+        start = max(promise[j], now)
+        end = np.ceil((start + walltime[j]) / grain) * grain
+        chosen = p_nodes[p_off[j] : p_off[j + 1]]
+        whole = cols[WHOLE, j] == 1
+        ok = True
+        for x in chosen:
+            counters[WORK] += 1
+            need = (cap[0, x], cap[1, x], cap[2, x]) if whole else (cols[CPU, j], cols[MEM, j], cols[GPU, j])
+            ok = kernels.holds(times, cum, x, need, whole or need[1] > 0, whole or need[2] > 0, start, end,
+                               counters[WIDTH])
+            if not ok:
+                break
+        if not ok:
+            continue  # the slot is gone (a node down, a job overran): planned afresh
+        times, cum = _book(times, cum, nodes, chosen, start, end, _need(cols, j, chosen, cap, 1), whole,
+                           counters, now)
+        promise[j] = start
+        held[j] = True
+    return times, cum
+
+
+@njit(cache=True, nogil=True)
+def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, times: np.ndarray,
+        cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple, queues: tuple, out: tuple,
+        how: tuple) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """The jobs of `order` from `pos` on, until `looks` jobs were looked at (`evaluate` False: every
+    job left is not evaluated, past the decision's budget). `defer` (a backfill order): a job of a
+    queue that made its reservations, or had a job deferred, goes to `left` instead (looked at
+    after, in that order). Each job's outcome, nodes (`o_nodes[o_off[j]:]`) and reservation start
+    are written, and the jobs in the order they were answered (`seq`). (times, cum, position, jobs
+    looked at)."""
+    cols = jobs[0]
+    reserved_in, _, deferred = queues
+    outcome, seq, left, counters = out[0], out[5], out[6], out[7]
+    depth = how[0][DEPTH]
+    done = 0
+    while pos < len(order) and (done < looks or not evaluate):
+        j = order[pos]
+        q = cols[QUEUE, j]
+        pos += 1
+        if defer and (deferred[q] or reserved_in[q] >= depth):
+            deferred[q] = True
+            outcome[j] = DEFERRED
+            left[counters[N_LEFT]] = j
+            counters[N_LEFT] += 1
+            continue
+        seq[counters[N_SEQ]] = j
+        counters[N_SEQ] += 1
+        if not evaluate:
+            outcome[j] = NOT_EVALUATED
+            continue
+        done += 1
+        times, cum = _one(j, q, times, cum, nodes, sets, jobs, queues, out, how)
+    return times, cum, pos, done
+
+
+@njit(cache=True, nogil=True)
+def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
+         queues: tuple, out: tuple, how: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """§1 for job j: its promised slot given back; never fits, node down, behind a blocked job
+    (fcfs); else start, reserve or wait."""
+    cap = nodes[1]
+    cols, walltime, may, never, promise, p_off, p_nodes, held = jobs
+    reserved_in, stopped_by, _ = queues
+    outcome, aux, start_at, counters = out[0], out[1], out[4], out[7]
+    rules, now, grain = how[0], how[3], how[4]
+    promised = np.nan
+    if held[j]:  # its promised slot is its own again: it finds that slot free (or better)
+        held[j] = False
+        promised = promise[j]
+        chosen = p_nodes[p_off[j] : p_off[j + 1]]
+        end = np.ceil((promised + walltime[j]) / grain) * grain
+        times, cum = _fold(times, cum, counters, chosen, promised, end, _need(cols, j, chosen, cap, -1),
+                           cols[WHOLE, j] == 1, now)
+    if never[j] != 0:
+        outcome[j] = NEVER_FITS if never[j] == 1 else NODE_DOWN
+        return times, cum
+    if stopped_by[q] >= 0:
+        outcome[j], aux[j] = BEHIND, stopped_by[q]
+        return times, cum
+    times, cum, started, fits = _start(j, times, cum, nodes, sets, jobs, out, how)
+    if started:
+        outcome[j] = BACKFILL if reserved_in[q] > 0 else START
+        return times, cum
+    outcome[j] = BLOCKED if fits else SHORT
+    if reserved_in[q] < rules[DEPTH] and may[j]:
+        times, cum, t = _reserve(j, promised, times, cum, nodes, sets, jobs, out, how)
+        if not np.isnan(t):
+            outcome[j], start_at[j] = RESERVED, t
+            reserved_in[q] += 1
+    if rules[STOP_AT_BLOCK]:
+        stopped_by[q] = j
+    return times, cum
+
+
+def warm() -> None:
+    """Compile (or load from numba's cache) the pass's loops: a small pass through each entry, made
+    by the pass's driver (`core.warm`, which builds the arrays they take)."""
+    from app.sched import core  # (core imports this module: imported at the call)
+
+    core.warm()
