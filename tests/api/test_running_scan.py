@@ -160,7 +160,8 @@ BAD = [
      "valid array"),
     ("duplicate running id", text(copy.deepcopy(EXAMPLE) | {"running": [EXAMPLE["running"][0]] * 2}),
      ("body", "running", 1, "id"), "duplicate running job id"),
-    ("pending id also running", text(example(id="qc")), ("body", "pending", 1, "id"), "also listed as running"),
+    ("pending id also running", text(example(id="qc")), ("body", "pending", 1, "id"),
+     "also listed as running"),
     ("above capacity", text(example(allocation=[{"node": "n1", "cpu": 33}])),
      ("body", "nodes", 0, "capacity", "cpu"), "running jobs hold 33"),
     ("running beside a cluster_id", text({k: v for k, v in EXAMPLE.items() if k != "nodes"}
