@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba
 import numpy as np
+from numba import njit
 
 from app.sched.running import RunningColumns
 from schemas.common import MAX_CPU, MAX_GPU, MAX_MEM_MIB, TIME_BOUND
@@ -47,7 +47,7 @@ _AK, _AO = _keys(_ALLOC_KEYS)
 SEEN_REQUIRED = (1 << 0) | (1 << 2) | (1 << 3) | (1 << 4)  # id, allocation, start_time, walltime_s
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _ws(b: np.ndarray, i: int) -> int:
     n = len(b)
     while i < n and (b[i] == 32 or b[i] == 10 or b[i] == 13 or b[i] == 9):
@@ -55,7 +55,7 @@ def _ws(b: np.ndarray, i: int) -> int:
     return i
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _skip_string(b: np.ndarray, i: int) -> tuple[int, bool]:
     """From just after an opening quote: (index of the closing quote or -1, whether it escapes)."""
     n = len(b)
@@ -71,7 +71,7 @@ def _skip_string(b: np.ndarray, i: int) -> tuple[int, bool]:
     return -1, escaped
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _skip_value(b: np.ndarray, i: int) -> int:
     """The index just after the JSON value starting at i (loose: pydantic checks it), or -1."""
     n = len(b)
@@ -104,7 +104,7 @@ def _skip_value(b: np.ndarray, i: int) -> int:
     return i
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _same(b: np.ndarray, s: int, e: int, lit: np.ndarray, ls: int, le: int) -> bool:
     if e - s != le - ls:
         return False
@@ -114,7 +114,7 @@ def _same(b: np.ndarray, s: int, e: int, lit: np.ndarray, ls: int, le: int) -> b
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _split(b: np.ndarray, key: np.ndarray, jkeys: np.ndarray, joff: np.ndarray, akeys: np.ndarray,
            aoff: np.ndarray, pow10: np.ndarray, true_: np.ndarray, false_: np.ndarray,
            spans: np.ndarray, times: np.ndarray, exact: np.ndarray, migrated: np.ndarray,
@@ -162,7 +162,7 @@ def _split(b: np.ndarray, key: np.ndarray, jkeys: np.ndarray, joff: np.ndarray, 
             return -1, -1, 0, 0
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _plain_string(b: np.ndarray, i: int) -> int:
     """From just after an opening quote: the index of the closing quote of a non-empty string of
     printable ASCII without escapes, or -1 (anything else)."""
@@ -178,7 +178,7 @@ def _plain_string(b: np.ndarray, i: int) -> int:
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _number(b: np.ndarray, i: int, pow10: np.ndarray) -> tuple[int, bool, int, float, bool]:
     """A JSON number at i: (end or -1, integral (no fraction, no exponent), its value as an int when
     integral and short, as a float when exact, whether the float is exact (else: read its text))."""
@@ -242,7 +242,7 @@ def _number(b: np.ndarray, i: int, pow10: np.ndarray) -> tuple[int, bool, int, f
     return i, integral and digits <= 18, value, f, True
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _key_index(b: np.ndarray, s: int, e: int, keys: np.ndarray, offsets: np.ndarray) -> int:
     for k in range(len(offsets) - 1):
         if _same(b, s, e, keys, offsets[k], offsets[k + 1]):
@@ -250,7 +250,7 @@ def _key_index(b: np.ndarray, s: int, e: int, keys: np.ndarray, offsets: np.ndar
     return -1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _allocation(b: np.ndarray, i: int, j: int, ent: int, akeys: np.ndarray, aoff: np.ndarray,
                 pow10: np.ndarray, ent_job: np.ndarray, node_span: np.ndarray,
                 amounts: np.ndarray) -> tuple[int, int]:
@@ -313,7 +313,7 @@ def _allocation(b: np.ndarray, i: int, j: int, ent: int, akeys: np.ndarray, aoff
             return -1, ent
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _scan(b: np.ndarray, s: int, e: int, jkeys: np.ndarray, joff: np.ndarray, akeys: np.ndarray,
           aoff: np.ndarray, pow10: np.ndarray, true_: np.ndarray, false_: np.ndarray,
           spans: np.ndarray, times: np.ndarray, exact: np.ndarray, migrated: np.ndarray,
@@ -402,7 +402,7 @@ def _scan(b: np.ndarray, s: int, e: int, jkeys: np.ndarray, joff: np.ndarray, ak
             return -1, -1, -1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _fnv(b: np.ndarray, s: int, e: int) -> np.uint64:
     h = np.uint64(14695981039346656037)
     for k in range(s, e):
@@ -410,7 +410,7 @@ def _fnv(b: np.ndarray, s: int, e: int) -> np.uint64:
     return h
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def span_hashes(b: np.ndarray, spans: np.ndarray) -> np.ndarray:
     out = np.empty(len(spans), dtype=np.uint64)
     for k in range(len(spans)):
@@ -418,7 +418,7 @@ def span_hashes(b: np.ndarray, spans: np.ndarray) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _node_indices(b: np.ndarray, node_span: np.ndarray, names: np.ndarray, offsets: np.ndarray,
                   hashes: np.ndarray) -> np.ndarray:
     """The index of each span's node among `names` (their bytes joined, cut at offsets), -1 when
@@ -448,7 +448,7 @@ def _node_indices(b: np.ndarray, node_span: np.ndarray, names: np.ndarray, offse
     return out
 
 
-@numba.njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True)
 def _held_sums(node_of: np.ndarray, amounts: np.ndarray, first: np.ndarray,
                n_nodes: int) -> tuple[np.ndarray, np.ndarray, bool]:
     """(what the jobs hold on each node (n, 3), entries per node, whether a job lists a node
