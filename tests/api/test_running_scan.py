@@ -285,3 +285,27 @@ def test_a_changed_byte_is_read_as_pydantic_reads_it(at: int, char: str, how: st
     except (Fallback, AssertionError):  # handed on (or nothing scanned): the ordinary path answers
         return
     assert got == want
+
+
+@pytest.mark.parametrize("which", ["bench", "production"])
+def test_dynamic_migration_reads_the_columns_as_the_records(which: str) -> None:
+    """The one core caller that walked every running job (dynamic migration's remaining work) gets
+    the same floats from the columns, and the decision is the same, without a record per job."""
+    from app.sched.cluster import ClusterIndex
+    from app.sched.migration import QueueFacts, _remaining_work
+    from app.sched.params import EasyParams, MigrationParams
+    from app.sched.registry import decide
+
+    snap, jobs = (cluster(200), pending(300)) if which == "bench" else production(200, 300)
+    raw = text(request_body(snap, jobs, "easy"))
+    want, want_jobs = ordinary(raw)
+    got, got_jobs = scanned(raw)
+    for now in (want.now, want.now + 7_200.0):
+        facts = QueueFacts(ClusterIndex(want))
+        assert _remaining_work(QueueFacts(ClusterIndex(got)), got.running, now, 60) == \
+            _remaining_work(facts, want.running, now, 60)
+    params = EasyParams(migration=MigrationParams(mode="dynamic", weight=0.1))
+    decided = decide(got, got_jobs, "easy", params)
+    assert got.running._records is None  # no record made
+    assert decided == decide(want, want_jobs, "easy", params)
+    assert decided.migrations  # the workload has queues to balance
