@@ -179,6 +179,21 @@ def _plain_string(b: np.ndarray, i: int) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _digits(b: np.ndarray, i: int, mant: int, digits: int) -> tuple[int, int, int, int]:
+    """The decimal digits from i added to mant, up to 18 significant ones: (their end, mant,
+    significant digits seen, digits added)."""
+    added = 0
+    while i < len(b) and 48 <= b[i] <= 57:
+        if mant > 0 or b[i] != 48:
+            digits += 1
+        if digits <= 18:
+            mant = mant * 10 + (b[i] - 48)
+            added += 1
+        i += 1
+    return i, mant, digits, added
+
+
+@njit(cache=True, nogil=True)
 def _number(b: np.ndarray, i: int, pow10: np.ndarray) -> tuple[int, bool, int, float, bool]:
     """A JSON number at i: (end or -1, integral (no fraction, no exponent), its value as an int when
     integral and short, as a float when exact, whether the float is exact (else: read its text))."""
@@ -191,29 +206,14 @@ def _number(b: np.ndarray, i: int, pow10: np.ndarray) -> tuple[int, bool, int, f
         return -1, False, 0, 0.0, False
     if b[i] == 48 and i + 1 < n and 48 <= b[i + 1] <= 57:
         return -1, False, 0, 0.0, False  # a leading zero
-    mant = 0
-    digits = 0
-    while i < n and 48 <= b[i] <= 57:
-        if mant > 0 or b[i] != 48:
-            digits += 1
-        if digits <= 18:
-            mant = mant * 10 + (b[i] - 48)
-        i += 1
+    i, mant, digits, _ = _digits(b, i, 0, 0)
     integral = True
-    dropped = max(digits - 18, 0)  # integer digits beyond what mant holds
     frac = 0
     if i < n and b[i] == 46:
         integral = False
-        i += 1
-        if i >= n or b[i] < 48 or b[i] > 57:
+        if i + 1 >= n or b[i + 1] < 48 or b[i + 1] > 57:
             return -1, False, 0, 0.0, False
-        while i < n and 48 <= b[i] <= 57:
-            if mant > 0 or b[i] != 48:
-                digits += 1
-            if digits <= 18:
-                mant = mant * 10 + (b[i] - 48)
-                frac += 1
-            i += 1
+        i, mant, digits, frac = _digits(b, i + 1, mant, digits)
     exp = 0
     if i < n and (b[i] == 101 or b[i] == 69):
         integral = False
@@ -233,7 +233,7 @@ def _number(b: np.ndarray, i: int, pow10: np.ndarray) -> tuple[int, bool, int, f
     value = -mant if neg else mant
     if digits > 15 or mant >= (1 << 53):
         return i, integral and digits <= 18, value, 0.0, False
-    e10 = exp - frac + dropped
+    e10 = exp - frac
     if e10 < -22 or e10 > 22:
         return i, integral and digits <= 18, value, 0.0, False
     f = float(mant) * pow10[e10] if e10 >= 0 else float(mant) / pow10[-e10]
