@@ -15,6 +15,7 @@ operation) in the scan, any other by Python's `float` of its text.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ class Fallback(Exception):  # noqa: N818 -- a signal, not an error: "take the or
     """The fast path does not vouch for this body: parse and check it the ordinary way."""
 
 
+_SEED = np.uint64(secrets.randbits(64))  # the names' hashes: see _hash
 _POW10 = np.array([10.0 ** k for k in range(23)])
 _KEY = np.frombuffer(b"running", dtype=np.uint8)
 # the keys of a running job and of one allocation, each as its bytes
@@ -403,24 +405,29 @@ def _scan(b: np.ndarray, s: int, e: int, jkeys: np.ndarray, joff: np.ndarray, ak
 
 
 @njit(cache=True, nogil=True)
-def _fnv(b: np.ndarray, s: int, e: int) -> np.uint64:
-    h = np.uint64(14695981039346656037)
+def _hash(b: np.ndarray, s: int, e: int, seed: np.uint64) -> np.uint64:
+    """FNV-1a from a secret seed, then mixed (murmur3's finalizer): a body cannot pick names whose
+    hashes meet, to make the table's lookups slow."""
+    h = np.uint64(14695981039346656037) ^ seed
     for k in range(s, e):
         h = (h ^ np.uint64(b[k])) * np.uint64(1099511628211)
+    h ^= h >> np.uint64(33)
+    h *= np.uint64(0xFF51AFD7ED558CCD)
+    h ^= h >> np.uint64(33)
     return h
 
 
 @njit(cache=True, nogil=True)
-def span_hashes(b: np.ndarray, spans: np.ndarray) -> np.ndarray:
+def span_hashes(b: np.ndarray, spans: np.ndarray, seed: np.uint64) -> np.ndarray:
     out = np.empty(len(spans), dtype=np.uint64)
     for k in range(len(spans)):
-        out[k] = _fnv(b, spans[k, 0], spans[k, 1])
+        out[k] = _hash(b, spans[k, 0], spans[k, 1], seed)
     return out
 
 
 @njit(cache=True, nogil=True)
 def _node_indices(b: np.ndarray, node_span: np.ndarray, names: np.ndarray, offsets: np.ndarray,
-                  hashes: np.ndarray) -> np.ndarray:
+                  hashes: np.ndarray, seed: np.uint64) -> np.ndarray:
     """The index of each span's node among `names` (their bytes joined, cut at offsets), -1 when
     none; an open-addressing table of the names' hashes."""
     n = len(offsets) - 1
@@ -437,7 +444,7 @@ def _node_indices(b: np.ndarray, node_span: np.ndarray, names: np.ndarray, offse
     out = np.empty(len(node_span), dtype=np.int64)
     for k in range(len(node_span)):
         s, e = node_span[k, 0], node_span[k, 1]
-        slot = _fnv(b, s, e) & mask
+        slot = _hash(b, s, e, seed) & mask
         out[k] = -1
         while table[slot] >= 0:
             x = table[slot]
@@ -546,7 +553,7 @@ def _joined(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _hashes(joined: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    return span_hashes(joined, np.stack([offsets[:-1], offsets[1:]], axis=1))
+    return span_hashes(joined, np.stack([offsets[:-1], offsets[1:]], axis=1), _SEED)
 
 
 def columns(scanned: Scanned, node_ids: list[str], pending_ids: list[str]
@@ -555,7 +562,8 @@ def columns(scanned: Scanned, node_ids: list[str], pending_ids: list[str]
     checked: every node known and listed once per job, ids unique and not also pending. Raises
     Fallback otherwise (the ordinary checks then name the problem)."""
     names, offsets = _joined(node_ids)
-    node_of = _node_indices(scanned.buf, scanned.node_span, names, offsets, _hashes(names, offsets))
+    node_of = _node_indices(scanned.buf, scanned.node_span, names, offsets, _hashes(names, offsets),
+                            _SEED)
     if len(node_of) and node_of.min() < 0:
         raise Fallback
     first = np.searchsorted(scanned.ent_job, np.arange(len(scanned) + 1))
@@ -572,7 +580,7 @@ def columns(scanned: Scanned, node_ids: list[str], pending_ids: list[str]
 def _ids_clash(scanned: Scanned, pending_ids: list[str]) -> bool:
     """Whether two running jobs share an id, or a pending job has a running job's id (hashes first,
     the texts compared only where hashes meet)."""
-    mine = span_hashes(scanned.buf, scanned.spans[:, :2])
+    mine = span_hashes(scanned.buf, scanned.spans[:, :2], _SEED)
     ordered = np.sort(mine)
     if len(ordered) > 1 and bool((ordered[1:] == ordered[:-1]).any()):
         ids = scanned.ids()
