@@ -7,11 +7,12 @@ its full path, like FastAPI's own 422.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
+from app import running_scan
 from app.errors import ErrorDetail, InputError
 from app.sched import params as core_params
 from app.sched.budget import Budget
@@ -54,10 +55,11 @@ def _duplicates(ids: list[str], where: Loc, what: str) -> list[ErrorDetail]:
 @dataclass(frozen=True, slots=True)
 class Checked:
     """What `check_snapshot` read on its one walk over the running jobs, for `snapshot_from_wire`:
-    the sum of what they hold on each node (cpu, mem_mib, gpu) and the core's records of them."""
+    the sum of what they hold on each node (cpu, mem_mib, gpu) and the core's records of them (or
+    their columns, when they were scanned from the body)."""
 
     held: dict[str, list[int]]
-    running: tuple[RunningJob, ...]
+    running: Sequence[RunningJob]
 
 
 _JOB = itemgetter("id", "queue", "allocation", "start_time", "walltime_s", "migrated")
@@ -147,10 +149,13 @@ def _node_errors(i: int, node: NodeIn, held: list[int] | None) -> list[ErrorDeta
     return out
 
 
-def check_snapshot(req: ScheduleRequest) -> Checked:
+def check_snapshot(req: ScheduleRequest, scanned: running_scan.Scanned | None = None) -> Checked:
     """Raise InputError listing every cross-field problem of the request.
 
     Returns what the running jobs hold on each node and their records, for `snapshot_from_wire`.
+    With `scanned` (the running jobs read from the body by `running_scan.split`; `req.running` is
+    then empty), it checks their columns instead and raises `running_scan.Fallback` at the first
+    problem of any kind: the ordinary parse and checks then name them all.
     """
     nodes, running, pending = req.nodes or [], req.running, req.pending
     node_ids = [n.id for n in nodes]
@@ -172,7 +177,13 @@ def check_snapshot(req: ScheduleRequest) -> Checked:
             errors.append(ErrorDetail(("body", "pending", i, "nodes"),
                                       f"asks for {p.nodes} nodes; the cluster has "
                                       f"{len(nodes)}", "too_many_nodes"))
-    held, records = _walk_running(running, known, errors)
+    records: Sequence[RunningJob]
+    if scanned is None:
+        held, records = _walk_running(running, known, errors)
+    elif errors or req.cluster_id is not None:
+        raise running_scan.Fallback
+    else:
+        held, records = running_scan.columns(scanned, node_ids, [p.id for p in pending])
     for i, node in enumerate(nodes):
         h = held.get(node.id)
         if not _node_fits(node, h):
@@ -180,9 +191,11 @@ def check_snapshot(req: ScheduleRequest) -> Checked:
         if node.queues:
             errors += node_queue_errors(("body", "nodes", i), node)
     errors += window_errors(req.windows, ("body", "windows"), known)
+    if errors and scanned is not None:
+        raise running_scan.Fallback
     if errors:
         raise InputError(errors)
-    return Checked(held, tuple(records))
+    return Checked(held, tuple(records) if scanned is None else records)
 
 
 def promise_errors(i: int, p: PendingJobIn, node_ids: set[str]) -> list[ErrorDetail]:

@@ -11,6 +11,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi_offline import FastAPIOffline
 from starlette.concurrency import run_in_threadpool
 
+from app import running_scan
 from app.api import errors
 from app.api.auth import ApiKeys, parse_keys
 from app.api.edges import CatchAll, Options
@@ -36,8 +37,10 @@ from schemas.simulate import SimulateRequest
 async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
     """Before the first request: the pass's and the profile's compiled loops made ready (`core.warm`),
     the DAG planners' (`list_kernel.warm`) and the compiled replay's behind POST /simulate
-    (`compiled.warm`): one to two minutes of CPU the first time on a machine (see docs/operations.md), under a
-    second from numba's cache after; then the shutdown signals watched while the service runs."""
+    (`compiled.warm`), and POST /schedule's scan of the running jobs (`running_scan.warm`): one to two
+    minutes of CPU the first time on a machine (see docs/operations.md), under a second from numba's
+    cache after; then the shutdown signals watched while the service runs."""
+    await run_in_threadpool(running_scan.warm)
     await run_in_threadpool(core.warm)
     await run_in_threadpool(list_kernel.warm)
     await run_in_threadpool(compiled.warm)

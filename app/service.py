@@ -29,6 +29,7 @@ from app.errors import (
     StoppingError,
     StoreUnavailableError,
 )
+from app.running_scan import Fallback, Scanned
 from app.sched.budget import Budget
 from app.sched.model import Job, Snapshot
 from app.sched.narrow import NarrowRules, narrow
@@ -92,27 +93,31 @@ def schedule(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache
 
 def schedule_data(req: ScheduleRequest, parse_ms: float = 0.0, clusters: ClusterCache | None = None,
                   tenant: str = "public", rules: NarrowRules | None = None,
-                  budget: Budget | None = None) -> dict[str, Any]:
+                  budget: Budget | None = None, scanned: Scanned | None = None) -> dict[str, Any]:
     """Check the request, decide, and report where the time went. With a `cluster_id` the snapshot
     comes from the cache; the starts decided are not applied to it (the resource manager confirms
     them with a PATCH, so the cache mirrors what really runs). With `examine: index` the pass sees
     only the candidates the index finds, and `nodes_examined` counts the node records it read.
     Asked to stop before the checks begin (shutting down), it answers 503 rather than spend seconds
-    checking a deep queue nobody will be decided on; past the checks, the budget answers."""
+    checking a deep queue nobody will be decided on; past the checks, the budget answers.
+    `scanned`: the running jobs read from the body by `running_scan.split` (`req.running` empty);
+    `running_scan.Fallback` if their checks cannot vouch for them."""
     if budget is not None and budget.stop():
         raise StoppingError("the service is shutting down: ask again (another instance, or this one "
                             "once restarted)")
+    if scanned is not None and req.cluster_id is not None:
+        raise Fallback  # running jobs beside a cached cluster: the ordinary parse refuses them
     t0 = time.perf_counter()
     name, params = params_from_wire(req.policy)
     examine = req.examine or ("all" if req.cluster_id is None else "index")
     examined = version = None
     try:
         if req.cluster_id is None and examine == "all":
-            snapshot, jobs = snapshot_from_wire(req, check_snapshot(req))
+            snapshot, jobs = snapshot_from_wire(req, check_snapshot(req, scanned))
         elif examine == "all":
             version, snapshot, jobs = _cached_whole(_needs(clusters), _key(tenant, req.cluster_id), req)
         else:
-            cache, key = _index_of(req, clusters, tenant)
+            cache, key = _index_of(req, clusters, tenant, scanned)
             queues = "all" if params.migration is not None else None
             rules = rules or NarrowRules(reserve_all=params.reservation_depth > 1)
             version, snapshot, jobs, examined = cache.read(
@@ -139,11 +144,12 @@ def _needs(clusters: ClusterCache | None) -> ClusterCache:
     return clusters
 
 
-def _index_of(req: ScheduleRequest, clusters: ClusterCache | None, tenant: str) -> tuple[ClusterCache, str]:
+def _index_of(req: ScheduleRequest, clusters: ClusterCache | None, tenant: str,
+              scanned: Scanned | None = None) -> tuple[ClusterCache, str]:
     """The cache and key to search: the cached cluster, or an inline snapshot indexed for this pass."""
     if req.cluster_id is not None:
         return _needs(clusters), _key(tenant, req.cluster_id)
-    snapshot, _ = snapshot_from_wire(req, check_snapshot(req))
+    snapshot, _ = snapshot_from_wire(req, check_snapshot(req, scanned))
     cache = ClusterCache(MemoryKv())
     cache.put("inline", snapshot.nodes, snapshot.running, snapshot.windows)
     return cache, "inline"

@@ -18,6 +18,7 @@ from operator import itemgetter
 import numpy as np
 
 from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, WholeCluster, Window
+from app.sched.running import RunningColumns
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
 FEW_TYPES = 8  # node types taken out one at a time before sorting the rest (_capacity_types)
@@ -142,7 +143,10 @@ def _queue_members(serves: list[tuple[str, ...]]) -> dict[str, slice | np.ndarra
 
 def _held(running: Sequence[RunningJob], pos: dict[str, int]) -> Held:
     """Every running job's holding on each node of the snapshot (nodes it lists but the snapshot
-    lacks are left out), with the job's expected end."""
+    lacks are left out), with the job's expected end. Running jobs given as columns (POST /schedule's)
+    give theirs without a record each."""
+    if isinstance(running, RunningColumns):
+        return running.held(pos)
     get = pos.get
     xs: list[int] = []
     ends: list[float] = []

@@ -26,7 +26,8 @@ import numpy as np
 from app.sched.cluster import ClusterIndex
 from app.sched.model import Job, Migration, RunningJob
 from app.sched.params import MigrationParams
-from app.sched.timeline import release_time
+from app.sched.running import RunningColumns
+from app.sched.timeline import release_time, release_times
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +145,8 @@ def _remaining_work(
     facts: QueueFacts, running: Sequence[RunningJob], now: float, grain: int
 ) -> dict[str, float]:
     """Share·seconds the running jobs of each queue's nodes still hold."""
+    if isinstance(running, RunningColumns):
+        return _remaining_work_held(facts, now, grain)
     work = dict.fromkeys(facts.cap, 0.0)
     for rj in running:
         left = release_time(rj.end_time, now, grain) - now
@@ -155,6 +158,28 @@ def _remaining_work(
                 cap = facts.cap[q]
                 share = max((d[r] / cap[r] for r in range(3) if cap[r] > 0), default=0.0)
                 work[q] += share * left
+    return work
+
+
+def _remaining_work_held(facts: QueueFacts, now: float, grain: int) -> dict[str, float]:
+    """`_remaining_work` from the pass's holdings, built from running jobs given as columns (in their
+    records' order, so each queue's sum adds the same floats in the same order: cumsum is sequential)
+    without a record per job."""
+    cluster = facts.cluster
+    xs, ends, amounts = cluster.held
+    left = release_times(ends, now, grain) - now
+    work = dict.fromkeys(facts.cap, 0.0)
+    for q, cap in facts.cap.items():
+        member = np.zeros(len(cluster), dtype=bool)
+        member[cluster.queues.get(q, slice(0, 0))] = True
+        at = member[xs]
+        if not at.any():
+            continue
+        share = np.zeros(np.count_nonzero(at))
+        for r in range(3):
+            if cap[r] > 0:
+                share = np.maximum(share, amounts[r, at] / cap[r])
+        work[q] = float(np.cumsum(share * left[at])[-1])
     return work
 
 

@@ -6,6 +6,7 @@ Pure data, no behaviour beyond derived properties. Resources are always the trip
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -146,7 +147,7 @@ class WholeCluster:
 class Snapshot:
     now: float
     nodes: tuple[Node, ...]
-    running: tuple[RunningJob, ...] = ()
+    running: Sequence[RunningJob] = ()  # a tuple, or columns (app.sched.running) read as records
     whole: WholeCluster | None = None  # None: `nodes` is the whole cluster
     # the nodes and running holdings as arrays, kept current by a caller that decides many times
     # over one machine (the replay); when set, it is read instead of `nodes` and `running`'s holdings

@@ -8,12 +8,14 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from app import service
 from app.api.observe import Metrics
 from app.api.raw_body import ERRORS, NOT_FOUND_CLUSTER, UNAVAILABLE, body_doc, parse, read_body
 from app.api.stopping import run_watched
+from app.running_scan import Fallback, Scanned, split
 from app.sched.collector import rare_collections
 from app.settings import Settings
 from schemas.common import ErrorBody
@@ -35,12 +37,39 @@ def _run(body: bytes, request: Request, started: float, stop: Callable[[], bool]
 
 
 def _answer(body: bytes, request: Request, started: float, stop: Callable[[], bool]) -> dict[str, Any]:
-    req, parse_ms = parse(ScheduleRequest, body)
+    """The running jobs scanned into columns (app.running_scan) and the rest parsed by pydantic;
+    where the scan or its checks cannot vouch for them, the whole body parsed and checked the
+    ordinary way, which names every problem."""
     settings: Settings = request.app.state.settings
     limits = service.DecisionLimits(settings.decision_time_s, settings.decision_max_jobs)
+    try:
+        req, scanned, parse_ms = parse_scanned(body)
+        budget = service.decision_budget(limits, req.budget, started, stop)
+        return service.schedule_data(req, parse_ms, request.app.state.clusters, request.state.tenant,
+                                     budget=budget, scanned=scanned)
+    except Fallback:
+        pass
+    req, parse_ms = parse(ScheduleRequest, body)
     budget = service.decision_budget(limits, req.budget, started, stop)
     return service.schedule_data(req, parse_ms, request.app.state.clusters, request.state.tenant,
                                  budget=budget)
+
+
+def parse_scanned(body: bytes) -> tuple[ScheduleRequest, Scanned | None, float]:
+    """(the request, its running jobs scanned, the milliseconds both took); the request's own
+    `running` is empty when they were scanned. Raises Fallback when the scan or pydantic refuses
+    (the ordinary parse then says why, at the right place in the body)."""
+    t0 = time.perf_counter()
+    parts = split(body)
+    if parts is None:
+        req, _ = parse(ScheduleRequest, body)
+        return req, None, (time.perf_counter() - t0) * 1e3
+    rest, scanned = parts
+    try:
+        req, _ = parse(ScheduleRequest, rest)
+    except ValidationError:
+        raise Fallback from None
+    return req, scanned, (time.perf_counter() - t0) * 1e3
 
 
 def _count(metrics: Metrics, resp: dict[str, Any]) -> None:
