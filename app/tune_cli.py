@@ -54,6 +54,9 @@ Margin = Annotated[float, typer.Option(min=0.0, max=1.0, help="to be recommended
                                                               "beat EASY's mean bsld on its train window by "
                                                               "at least this share")]
 
+GuardWindows = Annotated[str, typer.Option(help="where a setting's guard must have held to be chosen: "
+                                                "latest (its fold's train window) | all (every train window "
+                                                "so far)")]
 
 Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists=True, dir_okay=False)]
 
@@ -61,7 +64,7 @@ Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists
 def tune(trace: Trace,
          objective: Objective = "guarded", folds: Folds = 3, space: Space = "",
          fit_budget: FitBudget = t.FIT_BUDGET, margin: Margin = t.MARGIN,
-         workers: Workers = None, scheduler: Scheduler = None,
+         guard_windows: GuardWindows = "latest", workers: Workers = None, scheduler: Scheduler = None,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
@@ -73,13 +76,15 @@ def tune(trace: Trace,
     from app import cli as base  # the shared trace loading (imported here: app.cli registers this command)
 
     goal = _checked(lambda: t.parse_objective(objective), "--objective")
+    _checked(lambda: t.check_guard_windows(guard_windows), "--guard-windows")
     candidates = _checked(lambda: t.settings(t.parse_space(space)), "--space")
     for s in candidates:
         _checked(lambda s=s: t.params_of(s.policy), "--space")
     reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = base.load(trace, nodes, cores_per_node, 0, jobs, reading=reading)
     parts = _checked(lambda: t.rolling(w, folds), "--folds")
-    report = run_tuning(parts, goal, candidates, results, scheduler, workers, fit_budget, margin)
+    report = run_tuning(parts, goal, candidates, results, scheduler, workers, fit_budget, margin,
+                        guard_windows)
     report |= {"trace": trace.name, "jobs": len(w.jobs), "notes": w.notes}
     show(report)
     json_out.write_text(json.dumps(report, indent=1))
@@ -104,7 +109,8 @@ def _checked(fn: Any, hint: str) -> Any:
 
 def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candidates: list[t.Setting],
                results: Path, scheduler: str | None = None, workers: int | None = None,
-               fit_budget: int = t.FIT_BUDGET, margin: float = t.MARGIN) -> dict[str, Any]:
+               fit_budget: int = t.FIT_BUDGET, margin: float = t.MARGIN,
+               guard_windows: str = "latest") -> dict[str, Any]:
     """Per fold, the sweep on its train window, the fitted order's weights searched there (`_fit`),
     and the choice from these alone; then each choice and the baselines on its held-out window; as
     the report's dictionary. Every fold's train sweep runs in one batch, each fitting round in one,
@@ -124,13 +130,16 @@ def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candid
         for i in range(1, len(parts) + 1):
             fold_pool = pool + tried[f"train{i}"]
             train_m = {s.key: got[(f"train{i}", s.key)]["measures"] for s in fold_pool}
-            chosen_key = t.choose(goal, train_m, easy.key)  # the held-out window is not replayed yet
+            earlier = list(range(1, i)) if guard_windows == "all" else []
+            chosen_key = _choose(client, goal, fold_pool, train_m, earlier, got, trains, stamps, results,
+                                 easy.key)  # the held-out window is not replayed yet
             folds.append((train_m, next(s for s in fold_pool if s.key == chosen_key), fold_pool))
         tasks = [Task(f"held_out{i}", s, detail=True) for i, (_, chosen, _) in enumerate(folds, start=1)
                  for s in {s.key: s for s in (chosen, easy, firstfit)}.values()]
         helds = {f"held_out{i}": windows[f"held_out{i}"] for i in range(1, len(parts) + 1)}
         tested = _swept(client, tasks, helds, stamps, results, "held out")
-    return _report(goal, got, tested, folds, parts, easy, firstfit, margin)
+    report = _report(goal, got, tested, folds, parts, easy, firstfit, margin)
+    return report | {"guard_windows": guard_windows}
 
 
 def _fit(client: Any, goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str], Any],
@@ -165,6 +174,25 @@ def _fit(client: Any, goal: t.Objective, pool: list[t.Setting], got: dict[tuple[
             best[part] = ranked[0]
             todo[part] = [t.fitted(base[part], p) for p in t.neighbours(t.point_of(ranked[0]), step[part])]
     return tried
+
+
+def _choose(client: Any, goal: t.Objective, fold_pool: list[t.Setting], train_m: dict[str, Any],
+            earlier: list[int], got: dict[tuple[str, str], Any], trains: dict[str, Workload],
+            stamps: dict[str, str], results: Path, easy_key: str) -> str:
+    """The fold's choice; under `--guard-windows all`, among the settings whose guard held on the
+    earlier train windows too. A setting ranked before the choice that was never replayed on an
+    earlier window (a fitted one: fitted on this window alone) is replayed there first, a few at a
+    time, until no setting ranked before the choice is left unknown."""
+    by_key = {s.key: s for s in fold_pool}
+
+    def seen() -> list[dict[str, Any]]:
+        return [{k: got[(f"train{j}", k)]["measures"] for k in by_key if (f"train{j}", k) in got}
+                for j in earlier]
+
+    while todo := t.missing_before(goal, train_m, easy_key, seen(), limit=4):
+        tasks = [Task(f"train{j}", by_key[k]) for k in todo for j in earlier if (f"train{j}", k) not in got]
+        got |= _swept(client, tasks, trains, stamps, results, "earlier windows")
+    return t.choose(goal, train_m, easy_key, seen())
 
 
 def _new(todo: list[t.Setting], tried: list[t.Setting], budget: int) -> list[t.Setting]:

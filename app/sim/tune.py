@@ -340,10 +340,51 @@ def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, f
     return m[objective.kind]
 
 
-def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str) -> str:
-    """The key of the best setting on the train results (ties: the smaller key). Reads nothing else."""
+GUARD_WINDOWS = ("latest", "all")  # the train windows a setting's guard must have held on to be chosen
+
+
+def check_guard_windows(text: str) -> str:
+    if text not in GUARD_WINDOWS:
+        raise ValueError(f"{text!r}: the guard windows are {' or '.join(GUARD_WINDOWS)}")
+    return text
+
+
+def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str,
+           earlier: Iterable[Mapping[str, Mapping[str, float]]] = ()) -> str:
+    """The key of the best setting on the train results (ties: the smaller key). Reads nothing else.
+    `earlier`: the results on the earlier train windows (the `all` rule of `GUARD_WINDOWS`); a
+    setting is then eligible only if its guard held on each of them (`held_on`), EASY always."""
     base = train[baseline_key]
-    return min(train, key=lambda k: (score(objective, train[k], base), k))
+    eligible = [k for k in train if held_on(objective, k, earlier, baseline_key)]
+    return min(eligible, key=lambda k: (score(objective, train[k], base), k))
+
+
+def held_on(objective: Objective, key: str, earlier: Iterable[Mapping[str, Mapping[str, float]]],
+            baseline_key: str) -> bool:
+    """Whether setting `key` started every job and kept the guard (the objective's factors) on every
+    window of `earlier`; a window without its result counts as broken. EASY always holds."""
+    for window in earlier:
+        m = window.get(key)
+        if m is None or m.get("unstarted", 0.0) > 0:
+            return False
+        if not (m == window[baseline_key] or guard_holds(objective, m, window[baseline_key])):
+            return False
+    return True
+
+
+def missing_before(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str,
+                   earlier: list[Mapping[str, Mapping[str, float]]], limit: int) -> list[str]:
+    """The settings (at most `limit`, best first) that would be chosen before the current choice if
+    their results on the earlier windows, missing now, showed the guard held there: what to replay
+    next before `choose` with `earlier` can be trusted (empty: it can)."""
+    current = choose(objective, train, baseline_key, earlier)
+    base = train[baseline_key]
+    rank = (score(objective, train[current], base), current)
+    ahead = sorted((k for k in train if (score(objective, train[k], base), k) < rank),
+                   key=lambda k: (score(objective, train[k], base), k))
+    known = [[w for w in earlier if k in w] for k in ahead]
+    return [k for k, seen in zip(ahead, known, strict=True)
+            if len(seen) < len(earlier) and held_on(objective, k, seen, baseline_key)][:limit]
 
 
 def main_measure(objective: Objective) -> str:
