@@ -40,7 +40,8 @@ Objective = Annotated[str, typer.Option(help="guarded (lowest mean bsld, longest
 Folds = Annotated[int, typer.Option(help="rolling folds: the trace cut into FOLDS + 1 windows in submit "
                                          "order; fold i chooses on window i and is judged on window i + 1")]
 Space = Annotated[str, typer.Option(help="replace dimensions of the search space: 'order=fcfs,f1;"
-                                         "reservation_depth=1,2;predicted=false' (any priority parameter)")]
+                                         "reservation_depth=1,2;predicted=false' (any priority parameter; "
+                                         "correction=request,stepwise for predicted run times)")]
 Workers = Annotated[int | None, typer.Option(help="local Dask worker processes (default: every core)")]
 Scheduler = Annotated[str | None, typer.Option(help="address of an existing Dask scheduler, e.g. "
                                                     "tcp://head:8786 (dask-jobqueue, dask-scheduler)")]
@@ -97,7 +98,10 @@ def tune(trace: Trace,
     console.print_json(json.dumps({"policy": report["policy"]}))
     if rec["recommend"] and rec["predicted"]:
         console.print("[yellow]the choice tells the scheduler predicted run times:[/] send the prediction as "
-                      "each job's walltime_s (the request scaled by the user's last two run/request ratios)")
+                      "each job's walltime_s (the request scaled by the user's last two run/request ratios)"
+                      + ("; when a job outlives it, raise its walltime_s by the next step (1 min, 5 min, "
+                         "15 min, 30 min, 1 h, ...; at most the request)" if rec["correction"] == "stepwise"
+                         else ""))
 
 
 def _checked(fn: Any, hint: str) -> Any:
@@ -235,7 +239,8 @@ def _report(goal: t.Objective, got: dict[tuple[str, str], Any], tested: dict[tup
                            "p99_wait_factor": t.judged(goal).p99_factor},
         "settings": len(folds[-1][2]), "folds": out_folds,
         "recommendation": {"recommend": recommend, "why": why, "label": kept.label(),
-                           "predicted": kept.predicted, "latest_choice": latest.label()},
+                           "predicted": kept.predicted, "correction": kept.correction,
+                           "latest_choice": latest.label()},
         "policy": dict(kept.policy),
     }
 
@@ -255,7 +260,8 @@ def _fold(goal: t.Objective, i: int, pool: list[t.Setting], got: dict[tuple[str,
     return {
         "fold": i, "train_jobs": [train.jobs[0].id, train.jobs[-1].id, len(train.jobs)],
         "held_out_jobs": [test.jobs[0].id, test.jobs[-1].id, len(test.jobs)],
-        "chosen": {"label": chosen.label(), "policy": dict(chosen.policy), "predicted": chosen.predicted},
+        "chosen": {"label": chosen.label(), "policy": dict(chosen.policy), "predicted": chosen.predicted,
+                   "correction": chosen.correction},
         "train": [{k: _finite(v) for k, v in r.items()} for r in rows],
         "held_out": measures,
         "held_out_waits": {name: rec["waits"] for name, rec in held.items()},

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from app.sim.correction import checked
 from app.sim.metrics import BSLD_BOUND_S, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.workload import Workload
@@ -70,17 +71,29 @@ GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's
 class Setting:
     policy: Mapping[str, Any]  # the policy block of POST /schedule
     predicted: bool = False
+    correction: str = "request"  # with predicted: what an overdue job is told (`app.sim.correction`)
 
     @property
     def key(self) -> str:
-        """A stable name: the same setting has the same key in every run (the resume file uses it)."""
-        return json.dumps({"policy": self.policy, "predicted": self.predicted}, sort_keys=True)
+        """A stable name: the same setting has the same key in every run (the resume file uses it; the
+        default correction is left out, so results made before it existed are still found)."""
+        fields: dict[str, Any] = {"policy": self.policy, "predicted": self.predicted}
+        if self.correction != "request":
+            fields["correction"] = self.correction
+        return json.dumps(fields, sort_keys=True)
 
     def label(self) -> str:
-        """A short name for tables: `priority order=f1 depth=2 bf=sjf grain=60 predicted`."""
+        """A short name for tables: `priority order=f1 depth=2 bf=sjf grain=60 predicted stepwise`."""
         params = " ".join(f"{SHORT.get(k, k)}={v}" for k, v in sorted(self.policy.get("params", {}).items())
                           if k != "selector" or v != "first_fit")
-        return " ".join(x for x in (str(self.policy["name"]), params, "predicted" * self.predicted) if x)
+        told = "predicted" + (f" {self.correction}" if self.correction != "request" else "")
+        return " ".join(x for x in (str(self.policy["name"]), params, told * self.predicted) if x)
+
+
+def setting(policy: Mapping[str, Any], predicted: bool = False, correction: str = "request") -> Setting:
+    """A setting, its correction checked and kept only where run times are predicted (it reads none
+    otherwise: one setting, not two)."""
+    return Setting(policy, predicted, checked(correction) if predicted else "request")
 
 
 # --- the fitted order's weights, searched per train window by simulation (docs/methods.md §3) -------
@@ -104,7 +117,7 @@ def fit_base(objective: Objective, pool: Iterable[Setting], train: Mapping[str, 
                key=lambda s: (score(objective, train[s.key], base), s.key))
     params = {k: v for k, v in best.policy.get("params", {}).items()
               if k not in ("order", "wait_cap_s", *FIT_BOUNDS, "fit_r", "fit_s")}
-    return Setting({"name": "priority", "params": params}, best.predicted)
+    return Setting({"name": "priority", "params": params}, best.predicted, best.correction)
 
 
 def fitted(base: Setting, point: Mapping[str, float]) -> Setting:
@@ -114,7 +127,7 @@ def fitted(base: Setting, point: Mapping[str, float]) -> Setting:
                "fit_s": 10.0 ** point["log_fit_s"]}
     params = {**base.policy["params"], "order": "fitted"}
     params |= {k: float(f"{v:.3g}") for k, v in weights.items()}
-    return Setting({"name": "priority", "params": params}, base.predicted)
+    return Setting({"name": "priority", "params": params}, base.predicted, base.correction)
 
 
 def point_of(s: Setting) -> dict[str, float]:
@@ -165,7 +178,8 @@ def _value(raw: str) -> Any:
 
 def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
     """Every combination of the space, as `priority` settings (deduplicated, in a stable order). A
-    wait cap of None, or under order=fcfs (where aging changes nothing), is left out of the block."""
+    wait cap of None, or under order=fcfs (where aging changes nothing), is left out of the block;
+    `predicted` and `correction` (request | stepwise, read only where predicted) are the replay's."""
     depth = max((d for d in space.get("reservation_depth", [1]) if isinstance(d, int)), default=1)
     if depth > MAX_RESERVATION_DEPTH:
         raise ValueError(f"reservation_depth {depth} is over {MAX_RESERVATION_DEPTH}: an unbounded depth "
@@ -175,9 +189,10 @@ def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
     for values in itertools.product(*(space[k] for k in keys)):
         params = dict(zip(keys, values, strict=True))
         predicted = bool(params.pop("predicted", False))
+        correction = str(params.pop("correction", "request"))
         if params.get("wait_cap_s", 0) is None or params.get("order") == "fcfs":
             params.pop("wait_cap_s", None)
-        s = Setting({"name": "priority", "params": params}, predicted)
+        s = setting({"name": "priority", "params": params}, predicted, correction)
         out.setdefault(s.key, s)
     return list(out.values())
 
@@ -231,7 +246,8 @@ def evaluate(w: Workload, setting: Setting, detail: bool = False) -> dict[str, A
 
     name, params = params_of(setting.policy)
     t0 = time.perf_counter()
-    result = replay(w, name, params, predict=setting.predicted, reservations=False)  # `measures` reads none
+    result = replay(w, name, params, predict=setting.predicted, reservations=False,  # `measures` reads none
+                    correction=setting.correction)
     seconds = time.perf_counter() - t0
     out: dict[str, Any] = {"measures": measures(result, w), "seconds": seconds}
     if detail:
