@@ -429,3 +429,27 @@ def test_guard_windows_all_changes_the_choice_on_a_real_slice(scheduler: str, tm
 def test_a_bad_guard_windows_is_refused_naming_the_option() -> None:
     r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--guard-windows", "some"])
     assert r.exit_code == 2 and "--guard-windows" in r.output
+
+
+def test_the_space_can_try_the_stepwise_correction_where_run_times_are_predicted() -> None:
+    """correction=request,stepwise doubles the predicted settings only (unpredicted ones read no
+    correction); the default correction keeps the key it had before corrections existed, so earlier
+    results files resume; a stepwise setting replays with it (SDSC-SP2's jobs overrun predictions:
+    another schedule); an unknown correction is refused."""
+    space = "order=fcfs;reservation_depth=1;time_grain_s=1;backfill_order=priority;wait_cap_s=null"
+    both = t.settings(t.parse_space(space + ";predicted=false,true;correction=request,stepwise"))
+    assert sorted((s.predicted, s.correction) for s in both) == [(False, "request"), (True, "request"),
+                                                                   (True, "stepwise")]
+    plain = next(s for s in both if s.predicted and s.correction == "request")
+    step = next(s for s in both if s.correction == "stepwise")
+    assert plain.key == json.dumps({"policy": plain.policy, "predicted": True}, sort_keys=True)
+    assert step.key != plain.key and step.label().endswith("predicted stepwise")
+    w = sdsc(400)
+    assert t.evaluate(w, step)["measures"] != t.evaluate(w, plain)["measures"]
+    with pytest.raises(ValueError, match="correction"):
+        t.settings(t.parse_space(space + ";predicted=true;correction=gradual"))
+
+
+def test_an_unknown_correction_is_refused_naming_the_space() -> None:
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--space", "correction=gradual"])
+    assert r.exit_code == 2 and "--space" in r.output
