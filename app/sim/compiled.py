@@ -523,23 +523,32 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 
 # `may`, who may take a reservation: [WAITED, w] a job that has waited more than w seconds (-INF:
 # every job; firstfit: `starvation_s`); [WEIGHTED, k3, E, P_max, t] the weighted order's starving
-# job (`PriorityPolicy.rules`), whose P = k3·t_wait(min)·E has reached P_max or that has waited t
+# job (`PriorityPolicy.rules`), whose P = k3·t_wait(min)·E has reached P_max or that has waited t;
+# and under `priority`'s reserve_xfactor (selective reservation), only once (wait + told) / told
+# has reached it
 WAITED, WEIGHTED = 0, 1
+XFACTOR = 5  # selective reservation: a job may reserve only once its expansion factor reaches may[5]
 
 
 def _reserve_rule(params: CommonParams) -> np.ndarray:
+    """`may`, six numbers: the rule's kind and its four parameters, then `XFACTOR`'s threshold."""
+    xfactor = getattr(params, "reserve_xfactor", None)
+    xfactor = -INF if xfactor is None else float(xfactor)
     if isinstance(params, FirstfitParams):
-        return np.array([WAITED, params.starvation_s])
+        return np.array([WAITED, params.starvation_s, 0.0, 0.0, 0.0, xfactor])
     if isinstance(params, PriorityParams) and params.order == "weighted":
         return np.array([WEIGHTED, params.age_weight, params.resource_evaluation, params.max_priority,
-                         params.reserve_after_wait_s])
-    return np.array([WAITED, -INF])
+                         params.reserve_after_wait_s, xfactor])
+    return np.array([WAITED, -INF, 0.0, 0.0, 0.0, xfactor])
 
 
 @njit(cache=True, nogil=True)
-def _may_reserve(may: np.ndarray, now: float, submit: float) -> bool:
-    """Whether a blocked job submitted at `submit` may take a reservation now (`may`: see above);
-    P is computed as `order.weighted_score` computes it, operation for operation."""
+def _may_reserve(may: np.ndarray, now: float, submit: float, told: float) -> bool:
+    """Whether a blocked job submitted at `submit`, told `told`, may take a reservation now (`may`:
+    see above; `order.expansion_factor` computed operation for operation, then compared with the
+    threshold at `may[XFACTOR]`); P is computed as `order.weighted_score` computes it."""
+    if may[XFACTOR] > -INF and (now - submit + told) / max(told, 1.0) < may[XFACTOR]:
+        return False
     if may[0] == WAITED:
         return now - submit > may[1]
     raw = may[1] * max(0.0, now - submit) / 60.0 * may[2]
@@ -564,7 +573,7 @@ def _seen(order: np.ndarray, now: float, real: np.ndarray, ints: np.ndarray, mem
         n, c, m = ints[NODES, j], ints[CPU, j], ints[MEM, j]
         if n > free.shape[1] or c >= len(cnt_ge) or m > mem_cap:
             continue  # it never fits
-        if np.isnan(real[RESERVED, j]) and _may_reserve(may, now, real[SUBMIT, j]):
+        if np.isnan(real[RESERVED, j]) and _may_reserve(may, now, real[SUBMIT, j], real[TOLD, j]):
             return fitting[k:], i  # the pass reaches it: jobs before it need no listing
         if _fits(free, cnt_ge, c, m, n):
             k -= 1
@@ -706,7 +715,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     waiting[n_waiting] = j + 1
                     n_waiting += 1
                 continue
-            if n_reserved < depth and _may_reserve(may, now, real[SUBMIT, j]):
+            if n_reserved < depth and _may_reserve(may, now, real[SUBMIT, j], real[TOLD, j]):
                 if not built:
                     times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off,
                                                assigned, ints[CPU], ints[MEM], times, cum, stale)

@@ -101,6 +101,29 @@ def test_the_compiled_replay_keeps_the_aged_schedules_of_a_real_trace(sdsc4: Wor
     same_replays(sdsc4, label.replace("wait_cap_s=300", "wait_cap_s=7200"))
 
 
+# selective reservation: a blocked job reserves only once (wait + told) / told reaches the threshold
+SELECTIVE = ['priority:order=fcfs;reservation_depth=1;selector="first_fit";reserve_xfactor=2;time_grain_s=1',
+             'priority:order=sjf;reservation_depth=2;selector="first_fit";reserve_xfactor=1.5',
+             'priority:order=f1;selector="first_fit";reserve_xfactor=3;wait_cap_s=300;time_grain_s=1',
+             'priority:order=sjf;reservation_depth=1;backfill_order="sjf";selector="first_fit";reserve_xfactor=1',
+             'priority:reserve_after_wait_s=600;max_priority=3;selector="first_fit";reserve_xfactor=2']
+
+
+@settings(max_examples=200, deadline=None)
+@given(w=workloads(), label=st.sampled_from(SELECTIVE), predict=st.sampled_from(PREDICTIONS))
+def test_the_compiled_replay_keeps_the_schedules_of_selective_reservations(w: Workload, label: str,
+                                                                          predict: bool | str) -> None:
+    same_replays(w, label, predict)
+    without_reservations(w, label, predict)
+
+
+@pytest.mark.parametrize("predict", PREDICTIONS, ids=PREDICTION_IDS)
+@pytest.mark.parametrize("label", SELECTIVE[:4])
+def test_the_compiled_replay_keeps_selective_schedules_of_a_real_trace(sdsc4: Workload, label: str,
+                                                                       predict: bool | str) -> None:
+    same_replays(sdsc4, label.replace("wait_cap_s=300", "wait_cap_s=7200"), predict)
+
+
 FITTED = 'priority:order="fitted";selector="first_fit";fit_n=0.7;fit_rn=0.3;fit_s=0.5;reservation_depth=1'
 
 
