@@ -62,7 +62,8 @@ MARGIN = 0.05  # to be recommended, every fold's choice beats EASY's train measu
 MAX_RESERVATION_DEPTH = 16  # the largest depth a space may ask for: see DEFAULT_SPACE
 EASY = {"name": "easy", "params": {"time_grain_s": 1}}
 FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
-SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain", "wait_cap_s": "cap"}
+SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain", "wait_cap_s": "cap",
+         "reserve_xfactor": "xf"}
 MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_p99", "wait_max")
 GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's, p99 wait <= EASY's
 
@@ -192,6 +193,8 @@ def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
         correction = str(params.pop("correction", "request"))
         if params.get("wait_cap_s", 0) is None or params.get("order") == "fcfs":
             params.pop("wait_cap_s", None)
+        if params.get("reserve_xfactor", 0) is None:  # (the key a setting had before the parameter)
+            params.pop("reserve_xfactor")
         s = setting({"name": "priority", "params": params}, predicted, correction)
         out.setdefault(s.key, s)
     return list(out.values())

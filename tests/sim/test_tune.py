@@ -453,3 +453,16 @@ def test_the_space_can_try_the_stepwise_correction_where_run_times_are_predicted
 def test_an_unknown_correction_is_refused_naming_the_space() -> None:
     r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--space", "correction=gradual"])
     assert r.exit_code == 2 and "--space" in r.output
+
+
+def test_the_space_can_try_selective_reservation() -> None:
+    """reserve_xfactor=null,2 adds the selective settings beside the plain ones, whose keys are those
+    they had before the parameter existed; each validates as a POST /schedule policy block."""
+    space = "order=sjf;reservation_depth=1;time_grain_s=1;backfill_order=priority;predicted=false"
+    space += ";wait_cap_s=null"
+    plain, = t.settings(t.parse_space(space))
+    both = t.settings(t.parse_space(space + ";reserve_xfactor=null,2"))
+    assert plain.key in {s.key for s in both} and len(both) == 2
+    selective = next(s for s in both if s.key != plain.key)
+    assert selective.policy["params"]["reserve_xfactor"] == 2 and "xf=2" in selective.label()
+    assert t.params_of(selective.policy)[1].reserve_xfactor == 2
