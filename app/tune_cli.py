@@ -56,8 +56,8 @@ Margin = Annotated[float, typer.Option(min=0.0, max=1.0, help="to be recommended
                                                               "at least this share")]
 
 GuardWindows = Annotated[str, typer.Option(help="where a setting's guard must have held to be chosen: "
-                                                "latest (its fold's train window) | all (every train window "
-                                                "so far)")]
+                                                "all (every train window so far, the default) | latest (its "
+                                                "fold's train window only)")]
 
 Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists=True, dir_okay=False)]
 
@@ -65,7 +65,7 @@ Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists
 def tune(trace: Trace,
          objective: Objective = "guarded", folds: Folds = 3, space: Space = "",
          fit_budget: FitBudget = t.FIT_BUDGET, margin: Margin = t.MARGIN,
-         guard_windows: GuardWindows = "latest", workers: Workers = None, scheduler: Scheduler = None,
+         guard_windows: GuardWindows = "all", workers: Workers = None, scheduler: Scheduler = None,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
@@ -114,7 +114,7 @@ def _checked(fn: Any, hint: str) -> Any:
 def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candidates: list[t.Setting],
                results: Path, scheduler: str | None = None, workers: int | None = None,
                fit_budget: int = t.FIT_BUDGET, margin: float = t.MARGIN,
-               guard_windows: str = "latest") -> dict[str, Any]:
+               guard_windows: str = "all") -> dict[str, Any]:
     """Per fold, the sweep on its train window, the fitted order's weights searched there (`_fit`),
     and the choice from these alone; then each choice and the baselines on its held-out window; as
     the report's dictionary. Every fold's train sweep runs in one batch, each fitting round in one,
@@ -341,7 +341,7 @@ def draw(report: dict[str, Any], folder: Path) -> list[Path]:
     ax.set(ylabel="relative to EASY (held out)")
     files.append(_save(fig, ax, folder / "held_out_vs_easy.png"))
     fig, ax = plt.subplots(figsize=(9, 4))
-    scores = [r["score"] for r in last["train"] if r["score"] is not None and r["score"] < 1e12]
+    scores = [r["score"] for r in last["train"] if r["score"] is not None and r["score"] < t.OUT_OF_BOUNDS]
     ax.bar(range(len(scores)), scores)
     ax.set(xlabel="settings within the guard, best first",
            ylabel=f"fold {last['fold']} train score ({report['objective']})")

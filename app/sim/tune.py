@@ -8,6 +8,9 @@ judges on a job it chose on. Within a fold, every setting of the space is replay
 window and the choice is made from those results alone (`choose` reads nothing else: tested); only
 then are the chosen setting and the two baselines (EASY, FirstFit) replayed on the held-out window.
 
+A setting is eligible in fold k only if its guard held on every train window 1..k (`choose`'s
+`earlier`; `GUARD_WINDOWS` "all", the default; "latest": window k only).
+
 Objectives: `guarded` (the default: the lowest mean bounded slowdown among the settings whose
 longest wait and 99th-percentile wait stay within `max` and `p99` times EASY's on the train window,
 2 and 1 unless `guarded:max=3,p99=1.5` says otherwise; EASY itself always qualifies), `bsld` (mean
@@ -65,6 +68,7 @@ FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
 SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain", "wait_cap_s": "cap",
          "reserve_xfactor": "xf"}
 MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_p99", "wait_max")
+OUT_OF_BOUNDS = 1e12  # a score past this: outside the guard or the cap (ranked after every one inside)
 GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's, p99 wait <= EASY's
 
 
@@ -353,13 +357,14 @@ def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, f
         return sum(w * m[k] / max(baseline[k], 1e-9) for k, w in objective.weights)
     if objective.kind == "maxwait-cap":
         over = m["wait_max"] > objective.cap_s
-        return 1e12 + m["wait_max"] if over else m["bsld"]
+        return OUT_OF_BOUNDS + m["wait_max"] if over else m["bsld"]
     if objective.kind == "guarded":  # EASY itself qualifies, whatever the factors
-        return m["bsld"] if m == baseline or guard_holds(objective, m, baseline) else 1e12 + m["bsld"]
+        inside = m == baseline or guard_holds(objective, m, baseline)
+        return m["bsld"] if inside else OUT_OF_BOUNDS + m["bsld"]
     return m[objective.kind]
 
 
-GUARD_WINDOWS = ("latest", "all")  # the train windows a setting's guard must have held on to be chosen
+GUARD_WINDOWS = ("all", "latest")  # the train windows a setting's guard must have held on to be chosen
 
 
 def check_guard_windows(text: str) -> str:
@@ -380,15 +385,11 @@ def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], basel
 
 def held_on(objective: Objective, key: str, earlier: Iterable[Mapping[str, Mapping[str, float]]],
             baseline_key: str) -> bool:
-    """Whether setting `key` started every job and kept the guard (the objective's factors) on every
-    window of `earlier`; a window without its result counts as broken. EASY always holds."""
-    for window in earlier:
-        m = window.get(key)
-        if m is None or m.get("unstarted", 0.0) > 0:
-            return False
-        if not (m == window[baseline_key] or guard_holds(objective, m, window[baseline_key])):
-            return False
-    return True
+    """Whether setting `key` was within the objective's bounds on every window of `earlier`: started
+    every job, and kept the guard (`guarded`) or the cap (`maxwait-cap`); a window without its result
+    counts as broken. EASY always holds."""
+    return all(key in window and score(objective, window[key], window[baseline_key]) < OUT_OF_BOUNDS
+               for window in earlier)
 
 
 def missing_before(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str,

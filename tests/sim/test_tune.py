@@ -394,6 +394,11 @@ def test_under_guard_windows_all_a_setting_that_broke_its_guard_before_is_not_ch
     worse = {k: m(10, 100, 1000) if k == "easy" else m(1, 500, 9000) for k in ("easy", "a", "b", "new")}
     assert t.choose(goal, train, "easy", [before | {"new": m(3, 50, 500)}, worse]) == "easy"
     assert t.held_on(goal, "b", [before], "easy") and not t.held_on(goal, "a", [before], "easy")
+    # an objective without a guard asks the earlier windows only to start every job (a cap: its cap)
+    unguarded = t.parse_objective("bsld")
+    assert t.choose(unguarded, train, "easy", [before | {"new": m(3, 50, 500, unstarted=1)}]) == "a"
+    capped = t.parse_objective("maxwait-cap:2000")
+    assert t.choose(capped, train, "easy", [before | {"new": m(3, 5, 2100)}]) == "b"
 
 
 def test_guard_windows_all_changes_the_choice_on_a_real_slice(scheduler: str, tmp_path: Path) -> None:
@@ -405,8 +410,8 @@ def test_guard_windows_all_changes_the_choice_on_a_real_slice(scheduler: str, tm
     goal = t.parse_objective("guarded")
     space = t.settings(t.parse_space(SMALL_SPACE.replace("wait_cap_s=null", "wait_cap_s=null,3600")))
     results = tmp_path / "r.jsonl"
-    latest = run_tuning(parts, goal, space, results, scheduler, fit_budget=0)
-    every = run_tuning(parts, goal, space, results, scheduler, fit_budget=0, guard_windows="all")
+    latest = run_tuning(parts, goal, space, results, scheduler, fit_budget=0, guard_windows="latest")
+    every = run_tuning(parts, goal, space, results, scheduler, fit_budget=0)  # (the default)
     fitted = run_tuning(parts, goal, space, results, scheduler, fit_budget=6, guard_windows="all")
     assert (latest["guard_windows"], every["guard_windows"]) == ("latest", "all")
     easy = t.Setting(t.EASY)
