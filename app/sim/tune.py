@@ -32,7 +32,7 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -393,7 +393,7 @@ def held_on(objective: Objective, key: str, earlier: Iterable[Mapping[str, Mappi
 
 
 def missing_before(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str,
-                   earlier: list[Mapping[str, Mapping[str, float]]], limit: int) -> list[str]:
+                   earlier: Sequence[Mapping[str, Mapping[str, float]]], limit: int) -> list[str]:
     """The settings (at most `limit`, best first) that would be chosen before the current choice if
     their results on the earlier windows, missing now, showed the guard held there: what to replay
     next before `choose` with `earlier` can be trusted (empty: it can)."""
