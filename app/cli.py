@@ -26,6 +26,7 @@ from app.bridges.slurm.cli import slurm_cli
 from app.cli_common import Kill, RaiseToRun, Size, UnknownRun, ZeroRun
 from app.convert import params_from_wire
 from app.sched.params import CommonParams
+from app.sim.correction import checked
 from app.sim.metrics import per_queue, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.swf import SwfError, read_swf
@@ -53,6 +54,9 @@ PlotDir = Annotated[Path, typer.Option(help="folder for the PNG plots")]
 Predict = Annotated[bool, typer.Option(help="tell the scheduler predicted run times (the request scaled by "
                                             "the user's last two run/request ratios, at most the request) "
                                             "instead of the requests")]
+Correction = Annotated[str, typer.Option(help="with predicted run times, what a job still running when its "
+                                              "prediction is up is told: request | stepwise (its told time "
+                                              "plus 1 min, 5 min, 15 min, ... 100 h, at most the request)")]
 Split = Annotated[bool, typer.Option(help="split the nodes among the trace's queues (median job width "
                                           "each, the rest by share of the work)")]
 QueueNodes = Annotated[str | None, typer.Option(help="nodes per trace queue, e.g. normal=64,low=40,high=24 "
@@ -152,14 +156,21 @@ def _queue_nodes(text: str) -> dict[str, int]:
     return out
 
 
+def checked_correction(correction: str) -> str:
+    try:
+        return checked(correction)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--correction") from exc
+
+
 def run(w: Workload, name: str, params: CommonParams, predict: bool = False,
-        reservations: bool = True) -> tuple[ReplayResult, float]:
+        reservations: bool = True, correction: str = "request") -> tuple[ReplayResult, float]:
     columns = (TextColumn(f"[bold]{name}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(name, total=len(w.jobs))
         t0 = time.perf_counter()
         result = replay(w, name, params, progress=lambda n: bar.advance(task, n), predict=predict,
-                        reservations=reservations)
+                        reservations=reservations, correction=correction)
         return result, time.perf_counter() - t0
 
 
@@ -198,14 +209,16 @@ def report(w: Workload, results: dict[str, tuple[ReplayResult, float]]) -> dict[
 def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes: Nodes = None,
              cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
              split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
+             correction: Correction = "request",
              size: Size = "larger", kill_at_request: Kill = False, raise_to_run: RaiseToRun = False,
              unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
              reservations: Reservations = True, json_out: JsonOut = Path("simulate.json")) -> None:
     """Replay TRACE under one policy; print its metrics (overall and per trace queue) and write JSON."""
     name, params = policy_params(policy, param)
+    correction = checked_correction(correction)
     reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
-    result, seconds = run(w, name, params, predict_runtimes, reservations)
+    result, seconds = run(w, name, params, predict_runtimes, reservations, correction)
     out = report(w, {name: (result, seconds)})
     m = out["policies"][name]
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "
@@ -222,11 +235,13 @@ def simulate(trace: Trace, policy: Policy = "easy", param: Params = None, nodes:
 def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param: Params = None,
             nodes: Nodes = None, cores_per_node: Cores = 1, mem_mib_per_node: Memory = 0, jobs: Jobs = None,
             split_queues: Split = False, queue_nodes: QueueNodes = None, predict_runtimes: Predict = False,
-            size: Size = "larger", kill_at_request: Kill = False, raise_to_run: RaiseToRun = False,
+            correction: Correction = "request", size: Size = "larger", kill_at_request: Kill = False,
+            raise_to_run: RaiseToRun = False,
             unknown_runtime: UnknownRun = "ten_seconds", zero_runtime: ZeroRun = "drop",
             reservations: Reservations = True, plots: PlotDir = Path("plots"),
             json_out: JsonOut = Path("compare.json")) -> None:
     """Replay TRACE under several policies (the same --param for all); one table, JSON, and plots."""
+    correction = checked_correction(correction)
     chosen = []
     for label in policy_labels(policies):
         name, pairs = policy_spec(label)
@@ -234,7 +249,7 @@ def compare(trace: Trace, policies: PolicyList = "fcfs,easy,conservative", param
         chosen.append((label, *policy_params(name, pairs + (param or [])), predicted or predict_runtimes))
     reading = reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = load(trace, nodes, cores_per_node, mem_mib_per_node, jobs, split_queues, queue_nodes, reading)
-    results = {label: run(w, name, params, predicted, reservations)
+    results = {label: run(w, name, params, predicted, reservations, correction)
                for label, name, params, predicted in chosen}
     out = report(w, results)
     console.print(table(f"{trace.name}: {len(w.jobs)} jobs on {w.machine.nodes} nodes × "

@@ -40,7 +40,8 @@ Objective = Annotated[str, typer.Option(help="guarded (lowest mean bsld, longest
 Folds = Annotated[int, typer.Option(help="rolling folds: the trace cut into FOLDS + 1 windows in submit "
                                          "order; fold i chooses on window i and is judged on window i + 1")]
 Space = Annotated[str, typer.Option(help="replace dimensions of the search space: 'order=fcfs,f1;"
-                                         "reservation_depth=1,2;predicted=false' (any priority parameter)")]
+                                         "reservation_depth=1,2;predicted=false' (any priority parameter; "
+                                         "correction=request,stepwise for predicted run times)")]
 Workers = Annotated[int | None, typer.Option(help="local Dask worker processes (default: every core)")]
 Scheduler = Annotated[str | None, typer.Option(help="address of an existing Dask scheduler, e.g. "
                                                     "tcp://head:8786 (dask-jobqueue, dask-scheduler)")]
@@ -54,6 +55,9 @@ Margin = Annotated[float, typer.Option(min=0.0, max=1.0, help="to be recommended
                                                               "beat EASY's mean bsld on its train window by "
                                                               "at least this share")]
 
+GuardWindows = Annotated[str, typer.Option(help="where a setting's guard must have held to be chosen: "
+                                                "all (every train window so far, the default) | latest (its "
+                                                "fold's train window only)")]
 
 Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists=True, dir_okay=False)]
 
@@ -61,7 +65,7 @@ Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists
 def tune(trace: Trace,
          objective: Objective = "guarded", folds: Folds = 3, space: Space = "",
          fit_budget: FitBudget = t.FIT_BUDGET, margin: Margin = t.MARGIN,
-         workers: Workers = None, scheduler: Scheduler = None,
+         guard_windows: GuardWindows = "all", workers: Workers = None, scheduler: Scheduler = None,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
@@ -73,13 +77,15 @@ def tune(trace: Trace,
     from app import cli as base  # the shared trace loading (imported here: app.cli registers this command)
 
     goal = _checked(lambda: t.parse_objective(objective), "--objective")
+    _checked(lambda: t.check_guard_windows(guard_windows), "--guard-windows")
     candidates = _checked(lambda: t.settings(t.parse_space(space)), "--space")
     for s in candidates:
         _checked(lambda s=s: t.params_of(s.policy), "--space")
     reading = base.reading_of(size, kill_at_request, unknown_runtime, zero_runtime, raise_to_run)
     w = base.load(trace, nodes, cores_per_node, 0, jobs, reading=reading)
     parts = _checked(lambda: t.rolling(w, folds), "--folds")
-    report = run_tuning(parts, goal, candidates, results, scheduler, workers, fit_budget, margin)
+    report = run_tuning(parts, goal, candidates, results, scheduler, workers, fit_budget, margin,
+                        guard_windows)
     report |= {"trace": trace.name, "jobs": len(w.jobs), "notes": w.notes}
     show(report)
     json_out.write_text(json.dumps(report, indent=1))
@@ -92,7 +98,10 @@ def tune(trace: Trace,
     console.print_json(json.dumps({"policy": report["policy"]}))
     if rec["recommend"] and rec["predicted"]:
         console.print("[yellow]the choice tells the scheduler predicted run times:[/] send the prediction as "
-                      "each job's walltime_s (the request scaled by the user's last two run/request ratios)")
+                      "each job's walltime_s (the request scaled by the user's last two run/request ratios)"
+                      + ("; when a job outlives it, raise its walltime_s by the next step (1 min, 5 min, "
+                         "15 min, 30 min, 1 h, ...; at most the request)" if rec["correction"] == "stepwise"
+                         else ""))
 
 
 def _checked(fn: Any, hint: str) -> Any:
@@ -104,7 +113,8 @@ def _checked(fn: Any, hint: str) -> Any:
 
 def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candidates: list[t.Setting],
                results: Path, scheduler: str | None = None, workers: int | None = None,
-               fit_budget: int = t.FIT_BUDGET, margin: float = t.MARGIN) -> dict[str, Any]:
+               fit_budget: int = t.FIT_BUDGET, margin: float = t.MARGIN,
+               guard_windows: str = "all") -> dict[str, Any]:
     """Per fold, the sweep on its train window, the fitted order's weights searched there (`_fit`),
     and the choice from these alone; then each choice and the baselines on its held-out window; as
     the report's dictionary. Every fold's train sweep runs in one batch, each fitting round in one,
@@ -124,13 +134,16 @@ def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candid
         for i in range(1, len(parts) + 1):
             fold_pool = pool + tried[f"train{i}"]
             train_m = {s.key: got[(f"train{i}", s.key)]["measures"] for s in fold_pool}
-            chosen_key = t.choose(goal, train_m, easy.key)  # the held-out window is not replayed yet
+            earlier = list(range(1, i)) if guard_windows == "all" else []
+            chosen_key = _choose(client, goal, fold_pool, train_m, earlier, got, trains, stamps, results,
+                                 easy.key)  # the held-out window is not replayed yet
             folds.append((train_m, next(s for s in fold_pool if s.key == chosen_key), fold_pool))
         tasks = [Task(f"held_out{i}", s, detail=True) for i, (_, chosen, _) in enumerate(folds, start=1)
                  for s in {s.key: s for s in (chosen, easy, firstfit)}.values()]
         helds = {f"held_out{i}": windows[f"held_out{i}"] for i in range(1, len(parts) + 1)}
         tested = _swept(client, tasks, helds, stamps, results, "held out")
-    return _report(goal, got, tested, folds, parts, easy, firstfit, margin)
+    report = _report(goal, got, tested, folds, parts, easy, firstfit, margin)
+    return report | {"guard_windows": guard_windows}
 
 
 def _fit(client: Any, goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str], Any],
@@ -165,6 +178,25 @@ def _fit(client: Any, goal: t.Objective, pool: list[t.Setting], got: dict[tuple[
             best[part] = ranked[0]
             todo[part] = [t.fitted(base[part], p) for p in t.neighbours(t.point_of(ranked[0]), step[part])]
     return tried
+
+
+def _choose(client: Any, goal: t.Objective, fold_pool: list[t.Setting], train_m: dict[str, Any],
+            earlier: list[int], got: dict[tuple[str, str], Any], trains: dict[str, Workload],
+            stamps: dict[str, str], results: Path, easy_key: str) -> str:
+    """The fold's choice; under `--guard-windows all`, among the settings whose guard held on the
+    earlier train windows too. A setting ranked before the choice that was never replayed on an
+    earlier window (a fitted one: fitted on this window alone) is replayed there first, a few at a
+    time, until no setting ranked before the choice is left unknown."""
+    by_key = {s.key: s for s in fold_pool}
+
+    def seen() -> list[dict[str, Any]]:
+        return [{k: got[(f"train{j}", k)]["measures"] for k in by_key if (f"train{j}", k) in got}
+                for j in earlier]
+
+    while todo := t.missing_before(goal, train_m, easy_key, seen(), limit=4):
+        tasks = [Task(f"train{j}", by_key[k]) for k in todo for j in earlier if (f"train{j}", k) not in got]
+        got |= _swept(client, tasks, trains, stamps, results, "earlier windows")
+    return t.choose(goal, train_m, easy_key, seen())
 
 
 def _new(todo: list[t.Setting], tried: list[t.Setting], budget: int) -> list[t.Setting]:
@@ -207,7 +239,8 @@ def _report(goal: t.Objective, got: dict[tuple[str, str], Any], tested: dict[tup
                            "p99_wait_factor": t.judged(goal).p99_factor},
         "settings": len(folds[-1][2]), "folds": out_folds,
         "recommendation": {"recommend": recommend, "why": why, "label": kept.label(),
-                           "predicted": kept.predicted, "latest_choice": latest.label()},
+                           "predicted": kept.predicted, "correction": kept.correction,
+                           "latest_choice": latest.label()},
         "policy": dict(kept.policy),
     }
 
@@ -227,7 +260,8 @@ def _fold(goal: t.Objective, i: int, pool: list[t.Setting], got: dict[tuple[str,
     return {
         "fold": i, "train_jobs": [train.jobs[0].id, train.jobs[-1].id, len(train.jobs)],
         "held_out_jobs": [test.jobs[0].id, test.jobs[-1].id, len(test.jobs)],
-        "chosen": {"label": chosen.label(), "policy": dict(chosen.policy), "predicted": chosen.predicted},
+        "chosen": {"label": chosen.label(), "policy": dict(chosen.policy), "predicted": chosen.predicted,
+                   "correction": chosen.correction},
         "train": [{k: _finite(v) for k, v in r.items()} for r in rows],
         "held_out": measures,
         "held_out_waits": {name: rec["waits"] for name, rec in held.items()},
@@ -307,7 +341,7 @@ def draw(report: dict[str, Any], folder: Path) -> list[Path]:
     ax.set(ylabel="relative to EASY (held out)")
     files.append(_save(fig, ax, folder / "held_out_vs_easy.png"))
     fig, ax = plt.subplots(figsize=(9, 4))
-    scores = [r["score"] for r in last["train"] if r["score"] is not None and r["score"] < 1e12]
+    scores = [r["score"] for r in last["train"] if r["score"] is not None and r["score"] < t.OUT_OF_BOUNDS]
     ax.bar(range(len(scores)), scores)
     ax.set(xlabel="settings within the guard, best first",
            ylabel=f"fold {last['fold']} train score ({report['objective']})")

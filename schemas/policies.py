@@ -89,6 +89,11 @@ class PriorityParams(CommonParams):
         description="aging: a job that has waited at least this many seconds ranks ahead of every job "
         "that has not, first come first served among them (VIP jobs still first); null = no aging",
     )
+    reserve_xfactor: float | None = Field(
+        None, ge=1.0, le=1e6, allow_inf_nan=False,
+        description="selective reservation (Srinivasan et al. 2002): a blocked job takes a reservation only "
+        "once its expansion factor (wait + walltime) / walltime reaches this; null = as the order says",
+    )
     fit_r: float = Field(1.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,
                          description=_FIT.format("log10(r), r the walltime in s"))
     fit_n: float = Field(0.0, ge=-FIT_MAX, le=FIT_MAX, allow_inf_nan=False,

@@ -28,6 +28,13 @@ def age_s(job: Job, now: float) -> float:
     return max(0.0, now - job.submit_time)
 
 
+def expansion_factor(job: Job, now: float) -> float:
+    """(wait + told time) / told time: how much longer than its run the job will have taken if it
+    started now (selective reservation, Srinivasan et al. 2002; the compiled replay's `_may_reserve`
+    computes it operation for operation)."""
+    return (now - job.submit_time + job.walltime_s) / max(job.walltime_s, 1.0)
+
+
 def fcfs_scores(jobs: Sequence[Job], now: float) -> list[Scored]:
     """First come, first served: each job's priority is its wait so far, in seconds. One loop for
     all (no call per job): the default order scores every pending job at every decision."""

@@ -83,6 +83,9 @@ class PriorityParams(CommonParams):
     max_priority: float = 55.0  # P_max: a job reaching it gets a reservation
     reserve_after_wait_s: float = 86_400.0  # a job waiting longer gets a reservation too
     wait_cap_s: float | None = None  # aging: a job waiting this long ranks first (fcfs among them)
+    # selective reservation (Srinivasan et al. 2002): a blocked job reserves only once its expansion
+    # factor (wait + told) / told reaches this (`order.expansion_factor`); None: as the order says
+    reserve_xfactor: float | None = None
     # order=fitted (docs/methods.md §3): the lowest fit_r·log10(r) + fit_n·log10(n)
     # + fit_rn·log10(r)·log10(n) + fit_s·s/3600 runs first (r told time, n cores, s submit time)
     fit_r: float = 1.0

@@ -61,6 +61,7 @@ from app.sched import profile_kernels as kernels
 from app.sched.core import MAX_INSTANTS_TRIED
 from app.sched.params import CommonParams, FirstfitParams, PriorityParams
 from app.sched.timeline import HEAD_COLUMNS
+from app.sim.correction import STEPS_S
 from app.sim.stop import ReplayStopped, StopFlag
 from app.sim.workload import Machine, SimJob, Workload
 
@@ -80,6 +81,9 @@ STANDING_ORDERS = ("fcfs", "sjf", "f1", "fitted")  # priority orders whose ranks
 # and a start or an end updates the counts core by core: past this many cores a node, the Python
 # replay (whose cost does not grow with the cores) takes over
 MAX_CORES = 1024
+STEPS = np.array(STEPS_S)  # the stepwise correction's ladder (`correction.corrected`)
+PREDICTIONS = {False: 0, True: 1}  # rules[7]: no prediction, predicted (request correction), STEPWISE
+STEPWISE = 2
 
 
 def applies(w: Workload, policy: str, params: CommonParams | None) -> bool:
@@ -359,6 +363,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
     room = np.empty((2, n_nodes), dtype=np.int64)
     out = np.empty(n_nodes, dtype=np.int64)
     ratios = np.zeros((3, n_users))  # per user: how many (up to 2), the older, the newer
+    steps = np.zeros(jobs, dtype=np.int64)  # an overdue job's stepwise corrections so far
     ends = [(0.0, 0)]  # (real end, job)
     overdue = [(0.0, 0)]  # (told end, job) of the jobs that run past it
     ends.pop()
@@ -379,7 +384,7 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
             _, j = heapq.heappop(overdue)
             settled = False
             if real[END, j] > now:  # (an ended job was taken off at its end, above)
-                expect[j] = real[START, j] + real[ESTIMATE, j]
+                _tell_overdue(j, real, expect, steps, overdue, predict == STEPWISE)
         while nxt < jobs and real[SUBMIT, nxt] <= now:
             told = real[ESTIMATE, nxt]
             if predict:
@@ -414,6 +419,22 @@ def _replay(real: np.ndarray, ints: np.ndarray, n_users: int, machine: tuple[int
                     _tell(token, more)
                 reported = counts[0]
     return backfilled, started[: counts[0]], node_off, assigned, decisions
+
+
+@njit(cache=True, nogil=True)
+def _tell_overdue(j: int, real: np.ndarray, expect: np.ndarray, steps: np.ndarray,
+                  overdue: list[tuple[float, int]], stepwise: bool) -> None:
+    """`_Replay.tell_overdue`: running job j's told time is up; it is told its request, or (stepwise)
+    `correction.corrected`'s one step more, and is overdue again if it still runs past that. The told
+    time of a running job lives in `real[TOLD, j]` (read again only while it waits)."""
+    told = real[ESTIMATE, j]
+    if stepwise:
+        told = min(real[ESTIMATE, j], real[TOLD, j] + STEPS[steps[j]]) if steps[j] < STEPS.size else told
+    real[TOLD, j] = told
+    expect[j] = real[START, j] + told
+    if told < real[ESTIMATE, j] and real[END, j] > real[START, j] + told:
+        steps[j] += 1
+        heapq.heappush(overdue, (real[START, j] + told, j))
 
 
 @njit(cache=True, nogil=True)
@@ -502,23 +523,32 @@ def _all_short(fresh: np.ndarray, ints: np.ndarray, idle: int) -> bool:
 
 # `may`, who may take a reservation: [WAITED, w] a job that has waited more than w seconds (-INF:
 # every job; firstfit: `starvation_s`); [WEIGHTED, k3, E, P_max, t] the weighted order's starving
-# job (`PriorityPolicy.rules`), whose P = k3·t_wait(min)·E has reached P_max or that has waited t
+# job (`PriorityPolicy.rules`), whose P = k3·t_wait(min)·E has reached P_max or that has waited t;
+# and under `priority`'s reserve_xfactor (selective reservation), only once (wait + told) / told
+# has reached it
 WAITED, WEIGHTED = 0, 1
+XFACTOR = 5  # selective reservation: a job may reserve only once its expansion factor reaches may[5]
 
 
 def _reserve_rule(params: CommonParams) -> np.ndarray:
+    """`may`, six numbers: the rule's kind and its four parameters, then `XFACTOR`'s threshold."""
+    xfactor = getattr(params, "reserve_xfactor", None)
+    xfactor = -INF if xfactor is None else float(xfactor)
     if isinstance(params, FirstfitParams):
-        return np.array([WAITED, params.starvation_s])
+        return np.array([WAITED, params.starvation_s, 0.0, 0.0, 0.0, xfactor])
     if isinstance(params, PriorityParams) and params.order == "weighted":
         return np.array([WEIGHTED, params.age_weight, params.resource_evaluation, params.max_priority,
-                         params.reserve_after_wait_s])
-    return np.array([WAITED, -INF])
+                         params.reserve_after_wait_s, xfactor])
+    return np.array([WAITED, -INF, 0.0, 0.0, 0.0, xfactor])
 
 
 @njit(cache=True, nogil=True)
-def _may_reserve(may: np.ndarray, now: float, submit: float) -> bool:
-    """Whether a blocked job submitted at `submit` may take a reservation now (`may`: see above);
-    P is computed as `order.weighted_score` computes it, operation for operation."""
+def _may_reserve(may: np.ndarray, now: float, submit: float, told: float) -> bool:
+    """Whether a blocked job submitted at `submit`, told `told`, may take a reservation now (`may`:
+    see above; `order.expansion_factor` computed operation for operation, then compared with the
+    threshold at `may[XFACTOR]`); P is computed as `order.weighted_score` computes it."""
+    if may[XFACTOR] > -INF and (now - submit + told) / max(told, 1.0) < may[XFACTOR]:
+        return False
     if may[0] == WAITED:
         return now - submit > may[1]
     raw = may[1] * max(0.0, now - submit) / 60.0 * may[2]
@@ -543,7 +573,7 @@ def _seen(order: np.ndarray, now: float, real: np.ndarray, ints: np.ndarray, mem
         n, c, m = ints[NODES, j], ints[CPU, j], ints[MEM, j]
         if n > free.shape[1] or c >= len(cnt_ge) or m > mem_cap:
             continue  # it never fits
-        if np.isnan(real[RESERVED, j]) and _may_reserve(may, now, real[SUBMIT, j]):
+        if np.isnan(real[RESERVED, j]) and _may_reserve(may, now, real[SUBMIT, j], real[TOLD, j]):
             return fitting[k:], i  # the pass reaches it: jobs before it need no listing
         if _fits(free, cnt_ge, c, m, n):
             k -= 1
@@ -685,7 +715,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                     waiting[n_waiting] = j + 1
                     n_waiting += 1
                 continue
-            if n_reserved < depth and _may_reserve(may, now, real[SUBMIT, j]):
+            if n_reserved < depth and _may_reserve(may, now, real[SUBMIT, j], real[TOLD, j]):
                 if not built:
                     times, cum, width = _build(now, grain, free, running, counts[1], expect, node_off,
                                                assigned, ints[CPU], ints[MEM], times, cum, stale)
@@ -831,13 +861,14 @@ class Schedule:
 
 def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, settled_on: bool,
              reservations: bool = True, progress: Callable[[int], None] | None = None,
-             stop: StopFlag | None = None) -> Schedule:
+             stop: StopFlag | None = None, correction: str = "request") -> Schedule:
     """Replay `w` under a policy that `applies` admits (see the module's docstring). `reservations`
     False: no first reservation is recorded (`reserved` all NaN). The loop is told every job already
     has one, so no job's first reservation is one the pass must still reach: outside `conservative`
     it stops after the last job that may start (`_seen`), with the same starts. `progress(n)` is
     told as the replay goes (every hundredth of the jobs started, and the rest at the end). `stop`
-    set by another thread: the loop stops before its next decision, and this raises `ReplayStopped`."""
+    set by another thread: the loop stops before its next decision, and this raises `ReplayStopped`.
+    `correction` (with `predict`): `replay.CORRECTIONS`."""
     jobs, m = w.jobs, w.machine
     users = {u: k for k, u in enumerate(dict.fromkeys(j.user for j in jobs))}
     real = np.full((9, len(jobs)), np.nan)
@@ -851,8 +882,8 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
     order = params.order if isinstance(params, PriorityParams) and params.order in STANDING_ORDERS else "fcfs"
     rules = (params.time_grain_s, params.reservation_depth, params.queue_depth, STANDING_ORDERS.index(order),
              int(policy == "fcfs"), int(getattr(params, "backfill_order", "") == "sjf"), int(settled_on),
-             int(predict), HEAD_COLUMNS, MAX_INSTANTS_TRIED, int(policy == "conservative"),
-             int(policy == "firstfit"))
+             _prediction(predict, correction), HEAD_COLUMNS, MAX_INSTANTS_TRIED,
+             int(policy == "conservative"), int(policy == "firstfit"))
     may = _reserve_rule(params)
     cap = getattr(params, "wait_cap_s", None)
     cap = INF if cap is None else float(cap)
@@ -878,6 +909,11 @@ def schedule(w: Workload, policy: str, params: CommonParams, predict: bool, sett
         progress(len(started) - heard[0])
     reserved = real[RESERVED] if reservations else np.full(len(jobs), np.nan)
     return Schedule(real[START], real[END], backfilled, reserved, started, node_off, assigned, decisions)
+
+
+def _prediction(predict: bool, correction: str) -> int:
+    """rules[7]: 0 told the requests, 1 predictions corrected to the request, STEPWISE stepwise."""
+    return STEPWISE if predict and correction == "stepwise" else PREDICTIONS[bool(predict)]
 
 
 def warm() -> None:

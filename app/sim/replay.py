@@ -36,6 +36,7 @@ from app.sched.model import Decision, Job, Node, RunningJob, Snapshot, Start, St
 from app.sched.params import CommonParams
 from app.sched.registry import POLICIES, decide
 from app.sim import compiled as fast
+from app.sim.correction import checked, corrected
 from app.sim.settled import Settled, applies
 from app.sim.shortlist import Shortlist, standing_key
 from app.sim.stop import ReplayStopped, StopFlag
@@ -174,10 +175,17 @@ class Predictor:
     requests are exact is told them unchanged, and a user's small and large jobs are told different
     times. On the first 10,000 jobs of SDSC-SP2 / HPC2N under F1 + EASY this gives bounded slowdown
     11.0 / 33.6 against 11.8 / 34.9 for the plain mean. A job still running when its told time is up
-    is told its request from then on (raised to its run time, unless the workload kills at the request)."""
+    is told its request from then on (raised to its run time, unless the workload kills at the request);
+    under the `stepwise` correction (`app.sim.correction`), its told time plus the next step instead
+    (at most its request), again each time the new told time is up."""
 
-    def __init__(self) -> None:
+    def __init__(self, correction: str = "request") -> None:
         self.last: dict[str, deque[float]] = {}
+        self.correction = checked(correction)
+
+    def overdue(self, told: float, estimate: float, step: int) -> float:
+        """What a job told `told` is told when that is up, after `step` earlier corrections."""
+        return corrected(told, estimate, step) if self.correction == "stepwise" else estimate
 
     def told(self, j: SimJob) -> float:
         ratios = self.last.get(j.user)
@@ -198,7 +206,8 @@ class _Replay:
     """The state of one replay between instants: what runs, what waits, what is promised."""
 
     def __init__(self, w: Workload, policy: str, params: CommonParams | None, predict: bool,
-                 incremental: bool = True, shortlist: bool = True, reservations: bool = True) -> None:
+                 incremental: bool = True, shortlist: bool = True, reservations: bool = True,
+                 correction: str = "request") -> None:
         self.w, self.policy, self.reservations = w, policy, reservations
         if params is None and policy in POLICIES:  # the defaults made once, not at every decision
             params = POLICIES[policy][0]()
@@ -212,13 +221,14 @@ class _Replay:
         self.by_id = {self.wire_id[j.id]: j for j in w.jobs}
         self.ends: list[tuple[float, str]] = []  # real ends
         self.overdue: list[tuple[float, str]] = []  # told ends, when run times are predicted
+        self.steps: dict[str, int] = {}  # an overdue job's stepwise corrections so far
         self.running: dict[str, RunningJob] = {}
         self.pending: dict[str, Job] = {}
         self.shapes = Shapes()
         self.promised: dict[str, float] = {}
         self.records: list[JobRecord] = []
         self.decisions = 0
-        self.predictor = Predictor() if predict else None
+        self.predictor = Predictor(correction) if predict else None
         self.split = bool(w.machine.queues)
         # a migration can happen when nothing starts: with balancing on, every instant is asked
         self.always_ask = self.split and params is not None and params.migration is not None
@@ -242,9 +252,18 @@ class _Replay:
             _, jid = heapq.heappop(self.overdue)
             self.settled.changed()
             if jid in self.running:
-                j, rj = self.by_id[jid], self.running[jid]
-                self.running[jid] = replace(rj, walltime_s=j.estimate)
-                self.cluster.extend(j, rj.start_time + j.estimate)
+                self.tell_overdue(jid)
+
+    def tell_overdue(self, jid: str) -> None:
+        """A running job's told time is up: tell it its request, or one step more (`Predictor`)."""
+        j, rj = self.by_id[jid], self.running[jid]
+        step = self.steps.pop(jid, 0)
+        told = self.predictor.overdue(rj.walltime_s, j.estimate, step) if self.predictor else j.estimate
+        self.running[jid] = replace(rj, walltime_s=told)
+        self.cluster.extend(j, rj.start_time + told)
+        if told < j.estimate and rj.start_time + j.run > rj.start_time + told:  # overdue again
+            self.steps[jid] = step + 1
+            heapq.heappush(self.overdue, (rj.start_time + told, jid))
 
     def arrive(self, j: SimJob) -> None:
         told = self.predictor.told(j) if self.predictor else j.estimate
@@ -306,7 +325,8 @@ class _Replay:
 def replay(w: Workload, policy: str, params: CommonParams | None = None,
            progress: Callable[[int], None] | None = None, predict: bool = False,
            incremental: bool = True, shortlist: bool = True, compiled: bool = True,
-           reservations: bool = True, stop: StopFlag | None = None) -> ReplayResult:
+           reservations: bool = True, stop: StopFlag | None = None,
+           correction: str = "request") -> ReplayResult:
     """Run the whole workload; `progress(n)` is told each time n more jobs have started (by the
     compiled replay, each time a hundredth of the jobs more have). `predict`:
     the scheduler is told predicted run times (`Predictor`) instead of the requests. `incremental`:
@@ -320,22 +340,25 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
     compiled replay of a policy whose starving jobs all reserve at every decision, `firstfit` or
     the weighted order, then skips the reservations no start depends on). `stop`: a flag another
     thread may set (`app.sim.stop`); the replay then stops before its next decision and raises
-    `ReplayStopped`."""
+    `ReplayStopped`. `correction`: what a job still running when its predicted time is up is told
+    (`app.sim.correction.CORRECTIONS`: its request, or `stepwise` one step more; read only with `predict`)."""
     if params is None and policy in POLICIES:
         params = POLICIES[policy][0]()
+    checked(correction)
     if compiled and shortlist and params is not None and fast.applies(w, policy, params):
-        return _run_compiled(w, policy, params, predict, incremental, reservations, progress, stop)
+        return _run_compiled(w, policy, params, predict, incremental, reservations, progress, stop,
+                             correction)
     with rare_collections():
-        r = _Replay(w, policy, params, predict, incremental, shortlist, reservations)
-        return _run(r, w, progress, predict, stop)
+        r = _Replay(w, policy, params, predict, incremental, shortlist, reservations, correction)
+        return _run(r, w, progress, predict, stop, correction)
 
 
 def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool, incremental: bool,
                   reservations: bool, progress: Callable[[int], None] | None,
-                  stop: StopFlag | None) -> ReplayResult:
+                  stop: StopFlag | None, correction: str) -> ReplayResult:
     """`_run`'s result, from the compiled replay."""
     s = fast.schedule(w, policy, params, predict, incremental and applies(w, policy, params, predict),
-                      reservations, progress, stop)
+                      reservations, progress, stop, correction)
     ids = Cluster(w).cols.ids  # node positions as the core orders them (by id)
     records = []
     for j in s.order.tolist():
@@ -345,11 +368,12 @@ def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool,
         records.append(JobRecord(job, float(s.start[j]), float(s.end[j]), nodes, bool(s.backfilled[j]),
                                  promised))
     unstarted = [job for job, t in zip(w.jobs, s.start.tolist(), strict=True) if math.isnan(t)]
-    return ReplayResult(records, unstarted, s.decisions, _notes(w, predict, unstarted), reservations)
+    notes = _notes(w, predict, unstarted, correction)
+    return ReplayResult(records, unstarted, s.decisions, notes, reservations)
 
 
 def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predict: bool,
-         stop: StopFlag | None = None) -> ReplayResult:
+         stop: StopFlag | None = None, correction: str = "request") -> ReplayResult:
     arrivals = w.jobs
     nxt = 0
     while nxt < len(arrivals) or r.ends:
@@ -368,14 +392,18 @@ def _run(r: _Replay, w: Workload, progress: Callable[[int], None] | None, predic
         if progress and decision.starts:
             progress(len(decision.starts))
     unstarted = [r.by_id[jid] for jid in r.pending]
-    return ReplayResult(r.records, unstarted, r.decisions, _notes(w, predict, unstarted), r.reservations)
+    return ReplayResult(r.records, unstarted, r.decisions, _notes(w, predict, unstarted, correction),
+                        r.reservations)
 
 
-def _notes(w: Workload, predict: bool, unstarted: list[SimJob]) -> list[str]:
+def _notes(w: Workload, predict: bool, unstarted: list[SimJob], correction: str = "request") -> list[str]:
     notes = list(w.notes)
     if predict:
         notes.append("run times told to the scheduler: the request scaled by the mean of the user's last two "
                      "run/request ratios, at most the request")
+        if correction == "stepwise":
+            notes.append("a job running past its told time is told one step more (1 min, 5 min, 15 min, "
+                         "30 min, 1 h, ... 100 h; at most its request), each time that is up")
     if unstarted:
         notes.append(f"{len(unstarted)} jobs never started (nothing left running could free room for them)")
     return notes

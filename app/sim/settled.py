@@ -42,7 +42,8 @@ def applies(w: Workload, policy: str, params: CommonParams | None, predict: bool
     if policy in ("easy", "fcfs"):
         return True
     return (policy == "priority" and isinstance(params, PriorityParams) and params.order == "fcfs"
-            and params.wait_cap_s is None)  # (a wait cap moves ranks with time: not a settled order)
+            and params.wait_cap_s is None  # (a wait cap moves ranks with time: not a settled order,
+            and params.reserve_xfactor is None)  # nor who may reserve under selective reservation)
 
 
 class Settled:

@@ -8,6 +8,9 @@ judges on a job it chose on. Within a fold, every setting of the space is replay
 window and the choice is made from those results alone (`choose` reads nothing else: tested); only
 then are the chosen setting and the two baselines (EASY, FirstFit) replayed on the held-out window.
 
+A setting is eligible in fold k only if its guard held on every train window 1..k (`choose`'s
+`earlier`; `GUARD_WINDOWS` "all", the default; "latest": window k only).
+
 Objectives: `guarded` (the default: the lowest mean bounded slowdown among the settings whose
 longest wait and 99th-percentile wait stay within `max` and `p99` times EASY's on the train window,
 2 and 1 unless `guarded:max=3,p99=1.5` says otherwise; EASY itself always qualifies), `bsld` (mean
@@ -29,12 +32,13 @@ import hashlib
 import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from app.sim.correction import checked
 from app.sim.metrics import BSLD_BOUND_S, run_metrics
 from app.sim.replay import ReplayResult, replay
 from app.sim.workload import Workload
@@ -61,8 +65,10 @@ MARGIN = 0.05  # to be recommended, every fold's choice beats EASY's train measu
 MAX_RESERVATION_DEPTH = 16  # the largest depth a space may ask for: see DEFAULT_SPACE
 EASY = {"name": "easy", "params": {"time_grain_s": 1}}
 FIRSTFIT = {"name": "firstfit", "params": {"time_grain_s": 1}}
-SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain", "wait_cap_s": "cap"}
+SHORT = {"reservation_depth": "depth", "backfill_order": "bf", "time_grain_s": "grain", "wait_cap_s": "cap",
+         "reserve_xfactor": "xf"}
 MEASURES = ("bsld", "wait", "utilisation", "bsld_worst1", "wait_worst1", "wait_p99", "wait_max")
+OUT_OF_BOUNDS = 1e12  # a score past this: outside the guard or the cap (ranked after every one inside)
 GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's, p99 wait <= EASY's
 
 
@@ -70,17 +76,29 @@ GUARD = {"max": 2.0, "p99": 1.0}  # the default guard: longest wait <= 2x EASY's
 class Setting:
     policy: Mapping[str, Any]  # the policy block of POST /schedule
     predicted: bool = False
+    correction: str = "request"  # with predicted: what an overdue job is told (`app.sim.correction`)
 
     @property
     def key(self) -> str:
-        """A stable name: the same setting has the same key in every run (the resume file uses it)."""
-        return json.dumps({"policy": self.policy, "predicted": self.predicted}, sort_keys=True)
+        """A stable name: the same setting has the same key in every run (the resume file uses it; the
+        default correction is left out, so results made before it existed are still found)."""
+        fields: dict[str, Any] = {"policy": self.policy, "predicted": self.predicted}
+        if self.correction != "request":
+            fields["correction"] = self.correction
+        return json.dumps(fields, sort_keys=True)
 
     def label(self) -> str:
-        """A short name for tables: `priority order=f1 depth=2 bf=sjf grain=60 predicted`."""
+        """A short name for tables: `priority order=f1 depth=2 bf=sjf grain=60 predicted stepwise`."""
         params = " ".join(f"{SHORT.get(k, k)}={v}" for k, v in sorted(self.policy.get("params", {}).items())
                           if k != "selector" or v != "first_fit")
-        return " ".join(x for x in (str(self.policy["name"]), params, "predicted" * self.predicted) if x)
+        told = "predicted" + (f" {self.correction}" if self.correction != "request" else "")
+        return " ".join(x for x in (str(self.policy["name"]), params, told * self.predicted) if x)
+
+
+def setting(policy: Mapping[str, Any], predicted: bool = False, correction: str = "request") -> Setting:
+    """A setting, its correction checked and kept only where run times are predicted (it reads none
+    otherwise: one setting, not two)."""
+    return Setting(policy, predicted, checked(correction) if predicted else "request")
 
 
 # --- the fitted order's weights, searched per train window by simulation (docs/methods.md §3) -------
@@ -104,7 +122,7 @@ def fit_base(objective: Objective, pool: Iterable[Setting], train: Mapping[str, 
                key=lambda s: (score(objective, train[s.key], base), s.key))
     params = {k: v for k, v in best.policy.get("params", {}).items()
               if k not in ("order", "wait_cap_s", *FIT_BOUNDS, "fit_r", "fit_s")}
-    return Setting({"name": "priority", "params": params}, best.predicted)
+    return Setting({"name": "priority", "params": params}, best.predicted, best.correction)
 
 
 def fitted(base: Setting, point: Mapping[str, float]) -> Setting:
@@ -114,7 +132,7 @@ def fitted(base: Setting, point: Mapping[str, float]) -> Setting:
                "fit_s": 10.0 ** point["log_fit_s"]}
     params = {**base.policy["params"], "order": "fitted"}
     params |= {k: float(f"{v:.3g}") for k, v in weights.items()}
-    return Setting({"name": "priority", "params": params}, base.predicted)
+    return Setting({"name": "priority", "params": params}, base.predicted, base.correction)
 
 
 def point_of(s: Setting) -> dict[str, float]:
@@ -165,7 +183,8 @@ def _value(raw: str) -> Any:
 
 def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
     """Every combination of the space, as `priority` settings (deduplicated, in a stable order). A
-    wait cap of None, or under order=fcfs (where aging changes nothing), is left out of the block."""
+    wait cap of None, or under order=fcfs (where aging changes nothing), is left out of the block;
+    `predicted` and `correction` (request | stepwise, read only where predicted) are the replay's."""
     depth = max((d for d in space.get("reservation_depth", [1]) if isinstance(d, int)), default=1)
     if depth > MAX_RESERVATION_DEPTH:
         raise ValueError(f"reservation_depth {depth} is over {MAX_RESERVATION_DEPTH}: an unbounded depth "
@@ -175,9 +194,12 @@ def settings(space: Mapping[str, list[Any]]) -> list[Setting]:
     for values in itertools.product(*(space[k] for k in keys)):
         params = dict(zip(keys, values, strict=True))
         predicted = bool(params.pop("predicted", False))
+        correction = str(params.pop("correction", "request"))
         if params.get("wait_cap_s", 0) is None or params.get("order") == "fcfs":
             params.pop("wait_cap_s", None)
-        s = Setting({"name": "priority", "params": params}, predicted)
+        if params.get("reserve_xfactor", 0) is None:  # (the key a setting had before the parameter)
+            params.pop("reserve_xfactor")
+        s = setting({"name": "priority", "params": params}, predicted, correction)
         out.setdefault(s.key, s)
     return list(out.values())
 
@@ -231,7 +253,8 @@ def evaluate(w: Workload, setting: Setting, detail: bool = False) -> dict[str, A
 
     name, params = params_of(setting.policy)
     t0 = time.perf_counter()
-    result = replay(w, name, params, predict=setting.predicted, reservations=False)  # `measures` reads none
+    result = replay(w, name, params, predict=setting.predicted, reservations=False,  # `measures` reads none
+                    correction=setting.correction)
     seconds = time.perf_counter() - t0
     out: dict[str, Any] = {"measures": measures(result, w), "seconds": seconds}
     if detail:
@@ -334,16 +357,54 @@ def score(objective: Objective, m: Mapping[str, float], baseline: Mapping[str, f
         return sum(w * m[k] / max(baseline[k], 1e-9) for k, w in objective.weights)
     if objective.kind == "maxwait-cap":
         over = m["wait_max"] > objective.cap_s
-        return 1e12 + m["wait_max"] if over else m["bsld"]
+        return OUT_OF_BOUNDS + m["wait_max"] if over else m["bsld"]
     if objective.kind == "guarded":  # EASY itself qualifies, whatever the factors
-        return m["bsld"] if m == baseline or guard_holds(objective, m, baseline) else 1e12 + m["bsld"]
+        inside = m == baseline or guard_holds(objective, m, baseline)
+        return m["bsld"] if inside else OUT_OF_BOUNDS + m["bsld"]
     return m[objective.kind]
 
 
-def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str) -> str:
-    """The key of the best setting on the train results (ties: the smaller key). Reads nothing else."""
+GUARD_WINDOWS = ("all", "latest")  # the train windows a setting's guard must have held on to be chosen
+
+
+def check_guard_windows(text: str) -> str:
+    if text not in GUARD_WINDOWS:
+        raise ValueError(f"{text!r}: the guard windows are {' or '.join(GUARD_WINDOWS)}")
+    return text
+
+
+def choose(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str,
+           earlier: Iterable[Mapping[str, Mapping[str, float]]] = ()) -> str:
+    """The key of the best setting on the train results (ties: the smaller key). Reads nothing else.
+    `earlier`: the results on the earlier train windows (the `all` rule of `GUARD_WINDOWS`); a
+    setting is then eligible only if its guard held on each of them (`held_on`), EASY always."""
     base = train[baseline_key]
-    return min(train, key=lambda k: (score(objective, train[k], base), k))
+    eligible = [k for k in train if held_on(objective, k, earlier, baseline_key)]
+    return min(eligible, key=lambda k: (score(objective, train[k], base), k))
+
+
+def held_on(objective: Objective, key: str, earlier: Iterable[Mapping[str, Mapping[str, float]]],
+            baseline_key: str) -> bool:
+    """Whether setting `key` was within the objective's bounds on every window of `earlier`: started
+    every job, and kept the guard (`guarded`) or the cap (`maxwait-cap`); a window without its result
+    counts as broken. EASY always holds."""
+    return all(key in window and score(objective, window[key], window[baseline_key]) < OUT_OF_BOUNDS
+               for window in earlier)
+
+
+def missing_before(objective: Objective, train: Mapping[str, Mapping[str, float]], baseline_key: str,
+                   earlier: Sequence[Mapping[str, Mapping[str, float]]], limit: int) -> list[str]:
+    """The settings (at most `limit`, best first) that would be chosen before the current choice if
+    their results on the earlier windows, missing now, showed the guard held there: what to replay
+    next before `choose` with `earlier` can be trusted (empty: it can)."""
+    current = choose(objective, train, baseline_key, earlier)
+    base = train[baseline_key]
+    rank = (score(objective, train[current], base), current)
+    ahead = sorted((k for k in train if (score(objective, train[k], base), k) < rank),
+                   key=lambda k: (score(objective, train[k], base), k))
+    known = [[w for w in earlier if k in w] for k in ahead]
+    return [k for k, seen in zip(ahead, known, strict=True)
+            if len(seen) < len(earlier) and held_on(objective, k, seen, baseline_key)][:limit]
 
 
 def main_measure(objective: Objective) -> str:

@@ -144,3 +144,23 @@ def test_tables_never_cut_a_value() -> None:
     text = narrow.export_text()
     assert "…" not in text and max(map(len, text.splitlines())) <= 60
     assert text.count("63,025,412,345") == len(row) and text.count("a-long-policy-name") >= 2
+
+
+def test_the_stepwise_correction_reaches_the_replay(tmp_path: Path) -> None:
+    """--correction stepwise with predicted run times: the hand trace of tests/sim/test_predicted
+    (J4 backfills when J2's overrun is corrected to its request, waits when stepwise); an unknown
+    correction is refused naming the option."""
+    from tests.sim.test_predicted import swf
+
+    trace = write(tmp_path, "p.swf", swf((0, 10, 1, 1000, 1), (20, 500, 1, 1000, 1), (25, 100, 2, 100, 2),
+                                          (40, 200, 1, 200, 3)))
+    waits = {}
+    for correction in ("request", "stepwise"):
+        out = tmp_path / f"{correction}.json"
+        r = runner.invoke(cli, ["simulate", str(trace), "--nodes", "2", "--param", "time_grain_s=1",
+                                "--predict-runtimes", "--correction", correction, "--json", str(out)])
+        assert r.exit_code == 0, r.output
+        waits[correction] = json.loads(out.read_text())["policies"]["easy"]["metrics"]["wait_mean"]
+    assert waits == {"request": (0 + 0 + 495 + 0) / 4, "stepwise": (0 + 0 + 495 + 580) / 4}
+    r = runner.invoke(cli, ["compare", str(trace), "--nodes", "2", "--correction", "gradual"])
+    assert r.exit_code == 2 and "--correction" in r.output

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -44,12 +45,23 @@ WITHOUT_MEMORY = ["priority", 'priority:age_weight=0.5;resource_evaluation=2;tim
                   'conservative:selector="evaluation"']
 
 
-def same_replays(w: Workload, label: str, predict: bool = False) -> None:
+# told the requests, predictions corrected to the request when up, or corrected stepwise
+PREDICTIONS = [False, True, "stepwise"]
+PREDICTION_IDS = ["told the requests", "told predictions", "told predictions corrected stepwise"]
+
+
+def told_as(predict: bool | str) -> dict[str, Any]:
+    return {"predict": bool(predict), "correction": "stepwise" if predict == "stepwise" else "request"}
+
+
+def same_replays(w: Workload, label: str, predict: bool | str = False) -> None:
+    """`predict`: False, True, or "stepwise" (predicted, with the stepwise correction)."""
     name, pairs = policy_spec(label)
     params = policy_params(name, pairs)[1]
     assert compiled.applies(w, name, params)
-    python = replay(w, name, params, predict=predict, compiled=False)
-    fast = replay(w, name, params, predict=predict)
+    told = told_as(predict)
+    python = replay(w, name, params, compiled=False, **told)
+    fast = replay(w, name, params, **told)
     assert fast.records == python.records
     assert fast.unstarted == python.unstarted
     assert (fast.decisions, fast.notes) == (python.decisions, python.notes)
@@ -63,30 +75,53 @@ def sdsc4() -> Workload:
     return workload(trace, default_machine(trace, cores_per_node=4))
 
 
-@pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
+@pytest.mark.parametrize("predict", PREDICTIONS, ids=PREDICTION_IDS)
 @pytest.mark.parametrize("label", [*COMPILED[:4], "conservative", "firstfit:starvation_s=3600", "priority"])
 def test_the_compiled_replay_keeps_the_schedules_of_a_real_trace(sdsc4: Workload, label: str,
-                                                                 predict: bool) -> None:
+                                                                 predict: bool | str) -> None:
     same_replays(sdsc4, label, predict)
 
 
 @settings(max_examples=200, deadline=None)
-@given(w=workloads(), label=st.sampled_from(COMPILED), predict=st.booleans())
+@given(w=workloads(), label=st.sampled_from(COMPILED), predict=st.sampled_from(PREDICTIONS))
 def test_the_compiled_replay_keeps_the_schedules_of_random_workloads(w: Workload, label: str,
-                                                                    predict: bool) -> None:
+                                                                    predict: bool | str) -> None:
     same_replays(w, label, predict)
 
 
 @settings(max_examples=150, deadline=None)
-@given(w=workloads(), label=st.sampled_from(AGED), predict=st.booleans())
+@given(w=workloads(), label=st.sampled_from(AGED), predict=st.sampled_from(PREDICTIONS))
 def test_the_compiled_replay_keeps_the_schedules_of_aged_orders(w: Workload, label: str,
-                                                                predict: bool) -> None:
+                                                                predict: bool | str) -> None:
     same_replays(w, label, predict)
 
 
 @pytest.mark.parametrize("label", AGED[:2])
 def test_the_compiled_replay_keeps_the_aged_schedules_of_a_real_trace(sdsc4: Workload, label: str) -> None:
     same_replays(sdsc4, label.replace("wait_cap_s=300", "wait_cap_s=7200"))
+
+
+# selective reservation: a blocked job reserves only once (wait + told) / told reaches the threshold
+SELECTIVE = ['priority:order=fcfs;reservation_depth=1;selector="first_fit";reserve_xfactor=2;time_grain_s=1',
+             'priority:order=sjf;reservation_depth=2;selector="first_fit";reserve_xfactor=1.5',
+             'priority:order=f1;selector="first_fit";reserve_xfactor=3;wait_cap_s=300;time_grain_s=1',
+             'priority:order=sjf;reservation_depth=1;backfill_order="sjf";selector="first_fit";reserve_xfactor=1',
+             'priority:reserve_after_wait_s=600;max_priority=3;selector="first_fit";reserve_xfactor=2']
+
+
+@settings(max_examples=200, deadline=None)
+@given(w=workloads(), label=st.sampled_from(SELECTIVE), predict=st.sampled_from(PREDICTIONS))
+def test_the_compiled_replay_keeps_the_schedules_of_selective_reservations(w: Workload, label: str,
+                                                                          predict: bool | str) -> None:
+    same_replays(w, label, predict)
+    without_reservations(w, label, predict)
+
+
+@pytest.mark.parametrize("predict", PREDICTIONS, ids=PREDICTION_IDS)
+@pytest.mark.parametrize("label", SELECTIVE[:4])
+def test_the_compiled_replay_keeps_selective_schedules_of_a_real_trace(sdsc4: Workload, label: str,
+                                                                       predict: bool | str) -> None:
+    same_replays(sdsc4, label.replace("wait_cap_s=300", "wait_cap_s=7200"), predict)
 
 
 FITTED = 'priority:order="fitted";selector="first_fit";fit_n=0.7;fit_rn=0.3;fit_s=0.5;reservation_depth=1'
@@ -107,22 +142,23 @@ def fitted_labels(draw: st.DrawFn) -> str:
 
 
 @settings(max_examples=150, deadline=None)
-@given(w=workloads(), label=fitted_labels(), predict=st.booleans())
+@given(w=workloads(), label=fitted_labels(), predict=st.sampled_from(PREDICTIONS))
 def test_the_compiled_replay_keeps_the_schedules_of_fitted_orders(w: Workload, label: str,
-                                                                  predict: bool) -> None:
+                                                                  predict: bool | str) -> None:
     same_replays(w, label, predict)
 
 
-@pytest.mark.parametrize("predict", [False, True], ids=["told the requests", "told predictions"])
-def test_the_compiled_replay_keeps_a_fitted_schedule_of_a_real_trace(sdsc4: Workload, predict: bool) -> None:
+@pytest.mark.parametrize("predict", PREDICTIONS, ids=PREDICTION_IDS)
+def test_the_compiled_replay_keeps_a_fitted_schedule_of_a_real_trace(sdsc4: Workload,
+                                                                     predict: bool | str) -> None:
     same_replays(sdsc4, FITTED, predict)
     same_replays(sdsc4, FITTED.replace("fit_s=0.5", "fit_s=0.01;wait_cap_s=7200"), predict)
 
 
 @settings(max_examples=100, deadline=None)
-@given(w=workloads(), label=st.sampled_from(WITHOUT_MEMORY), predict=st.booleans())
+@given(w=workloads(), label=st.sampled_from(WITHOUT_MEMORY), predict=st.sampled_from(PREDICTIONS))
 def test_the_compiled_replay_keeps_the_weighted_order_and_evaluation_schedules(w: Workload, label: str,
-                                                                              predict: bool) -> None:
+                                                                              predict: bool | str) -> None:
     """The weighted order of jobs without priorities is first come, first served (its starving rule
     moves with time), and with no memory modelled every node has the same evaluation E."""
     machine = replace(w.machine, mem_mib_per_node=0)
@@ -184,16 +220,17 @@ def test_a_job_starving_at_the_instant_asked_reserves(threshold: str) -> None:
     assert starts == {"1": 0.0, "2": 300.0, "3": 310.0}
 
 
-def without_reservations(w: Workload, label: str, predict: bool) -> None:
+def without_reservations(w: Workload, label: str, predict: bool | str) -> None:
     """The replay told that nobody reads first reservations (a tuning sweep) keeps the schedule:
     compiled, where its deep passes may then stop after the last job that may start, and in Python,
     which only leaves them out; each against the Python replay that records them."""
     name, pairs = policy_spec(label)
     params = policy_params(name, pairs)[1]
-    recorded = replay(w, name, params, predict=predict, compiled=False)
+    told = told_as(predict)
+    recorded = replay(w, name, params, compiled=False, **told)
     expected = [replace(r, reserved_start=None) for r in recorded.records]
     for on in (True, False):
-        got = replay(w, name, params, predict=predict, compiled=on, reservations=False)
+        got = replay(w, name, params, compiled=on, reservations=False, **told)
         assert got.records == expected
         assert (got.unstarted, got.decisions, got.notes) == (recorded.unstarted, recorded.decisions,
                                                              recorded.notes)
@@ -207,9 +244,10 @@ def test_a_real_trace_replayed_without_reservations_keeps_its_schedule(sdsc4: Wo
 
 
 @settings(max_examples=150, deadline=None)
-@given(w=workloads(), label=st.sampled_from(COMPILED + WITHOUT_MEMORY), predict=st.booleans())
+@given(w=workloads(), label=st.sampled_from(COMPILED + WITHOUT_MEMORY),
+       predict=st.sampled_from(PREDICTIONS))
 def test_random_workloads_replayed_without_reservations_keep_their_schedules(w: Workload, label: str,
-                                                                             predict: bool) -> None:
+                                                                             predict: bool | str) -> None:
     if label in WITHOUT_MEMORY:  # (the evaluation selector ranks nodes alike only without memory)
         w = Workload(replace(w.machine, mem_mib_per_node=0), [replace(j, mem_mib=0) for j in w.jobs])
     without_reservations(w, label, predict)

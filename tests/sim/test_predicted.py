@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from app.sched.params import EasyParams, PriorityParams
+from app.sim.correction import STEPS_S, corrected
 from app.sim.replay import Predictor, replay
 from app.sim.swf import read_swf
 from app.sim.workload import Machine, SimJob, default_machine, workload
@@ -31,8 +32,10 @@ def hand(j4_run: int) -> bytes:
     return swf((0, 10, 1, 1000, 1), (20, 100, 1, 100, 2), (21, 10, 2, 10, 3), (22, j4_run, 1, 1000, 1))
 
 
-def starts(trace: bytes, predict: bool) -> dict[str, tuple[float, float]]:
-    result = replay(workload(read_swf(trace), Machine(2)), "easy", EASY, predict=predict)
+def starts(trace: bytes, predict: bool, correction: str = "request",
+           compiled: bool = True) -> dict[str, tuple[float, float]]:
+    result = replay(workload(read_swf(trace), Machine(2)), "easy", EASY, predict=predict,
+                    correction=correction, compiled=compiled)
     return {r.job.id: (r.start, r.end) for r in result.records}
 
 
@@ -59,6 +62,30 @@ def test_predictor_scales_the_request_by_the_last_two_ratios_never_above_it() ->
     big = SimJob("y", 0, 50, 3000, 1, 1, 1, 0, "", "u")
     assert p.told(big) == pytest.approx(1100)  # the same ratio of a larger request
     assert p.told(SimJob("z", 0, 50, 3000, 1, 1, 1, 0, "", "v")) == 3000  # another user: no history
+
+
+def test_the_stepwise_correction_climbs_the_ladder_up_to_the_request() -> None:
+    """Told 10 s: 10 + 1 min, then + 5 min, then the request (10 + 60 + 300 + 900 is over it)."""
+    p = Predictor("stepwise")
+    assert [p.overdue(10, 1000, 0), p.overdue(70, 1000, 1), p.overdue(370, 1000, 2)] == [70, 370, 1000]
+    assert corrected(1e6, 2e6, len(STEPS_S) - 1) == 1e6 + 360_000 and corrected(5, 2e6, len(STEPS_S)) == 2e6
+    assert Predictor().overdue(10, 1000, 0) == 1000  # the request correction
+    with pytest.raises(ValueError, match="correction"):
+        Predictor("gradual")
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "python"])
+def test_a_stepwise_correction_keeps_the_reservation_close(compiled: bool) -> None:
+    """J2 (user 1, one node) is predicted 10 s (user 1's J1 ran 10 of 1,000) and runs 500; J3
+    (2 nodes) waits for it; J4 (1 node, 200 s) arrives at 40. Told its request at 30, J2 is expected
+    to end at 1,020: J4 backfills at 40. Corrected stepwise, J2 is expected at 90 (10 + 60 s): J4
+    would delay J3's reservation, so it waits and runs after J3."""
+    trace = swf((0, 10, 1, 1000, 1), (20, 500, 1, 1000, 1), (25, 100, 2, 100, 2), (40, 200, 1, 200, 3))
+    request = starts(trace, predict=True, compiled=compiled)
+    stepwise = starts(trace, predict=True, correction="stepwise", compiled=compiled)
+    assert request["4"] == (40, 240) and request["3"] == (520, 620)
+    assert stepwise["3"] == (520, 620) and stepwise["4"] == (620, 820)
+    assert starts(trace, predict=False, correction="stepwise") == starts(trace, predict=False)
 
 
 @pytest.mark.parametrize("params", [EASY, PriorityParams(time_grain_s=1, order="f1", reservation_depth=1,

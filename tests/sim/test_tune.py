@@ -377,3 +377,97 @@ def test_tune_fits_the_weights_on_each_train_window_and_chooses_them(scheduler: 
         one = t.Setting(f["chosen"]["policy"], f["chosen"]["predicted"])
         assert t.evaluate(train, one)["measures"]["bsld"] == f["train"][0]["bsld"]
     assert report["settings"] == len(space) + 2 + len(fitted)
+
+
+def test_under_guard_windows_all_a_setting_that_broke_its_guard_before_is_not_chosen() -> None:
+    """By hand: a is best on the latest window and within its guard there, but its longest wait broke
+    the guard on an earlier train window: the `all` rule chooses b; a setting whose earlier result is
+    missing is not eligible either (and is what `missing_before` asks to replay); EASY always is."""
+    goal = t.parse_objective("guarded")
+    train = {"easy": m(10, 100, 1000), "a": m(5, 90, 1500), "b": m(8, 80, 900), "new": m(4, 50, 500)}
+    before = {"easy": m(10, 100, 1000), "a": m(6, 90, 2500), "b": m(9, 95, 1900)}
+    assert t.choose(goal, train, "easy") == "new"
+    assert t.choose(goal, train, "easy", [before]) == "b"
+    assert t.missing_before(goal, train, "easy", [before], limit=4) == ["new"]  # a broke: not worth a replay
+    assert t.missing_before(goal, train, "easy", [before | {"new": m(3, 50, 500)}], limit=4) == []
+    assert t.choose(goal, train, "easy", [before | {"new": m(3, 50, 500)}]) == "new"
+    worse = {k: m(10, 100, 1000) if k == "easy" else m(1, 500, 9000) for k in ("easy", "a", "b", "new")}
+    assert t.choose(goal, train, "easy", [before | {"new": m(3, 50, 500)}, worse]) == "easy"
+    assert t.held_on(goal, "b", [before], "easy") and not t.held_on(goal, "a", [before], "easy")
+    # an objective without a guard asks the earlier windows only to start every job (a cap: its cap)
+    unguarded = t.parse_objective("bsld")
+    assert t.choose(unguarded, train, "easy", [before | {"new": m(3, 50, 500, unstarted=1)}]) == "a"
+    capped = t.parse_objective("maxwait-cap:2000")
+    assert t.choose(capped, train, "easy", [before | {"new": m(3, 5, 2100)}]) == "b"
+
+
+def test_guard_windows_all_changes_the_choice_on_a_real_slice(scheduler: str, tmp_path: Path) -> None:
+    """Three rolling folds on 600 SDSC-SP2 jobs: fold 3 chooses otherwise under `all` than under
+    `latest`, whose fold-3 choice broke the guard on an earlier train window. With fitting, every
+    fold's choice under `all` kept the guard on every earlier train window (checked by replaying it
+    there afresh), and fitted settings of later folds were replayed on earlier windows to know it."""
+    parts = t.rolling(sdsc(600), 3)
+    goal = t.parse_objective("guarded")
+    space = t.settings(t.parse_space(SMALL_SPACE.replace("wait_cap_s=null", "wait_cap_s=null,3600")))
+    results = tmp_path / "r.jsonl"
+    latest = run_tuning(parts, goal, space, results, scheduler, fit_budget=0, guard_windows="latest")
+    every = run_tuning(parts, goal, space, results, scheduler, fit_budget=0)  # (the default)
+    fitted = run_tuning(parts, goal, space, results, scheduler, fit_budget=6, guard_windows="all")
+    assert (latest["guard_windows"], every["guard_windows"]) == ("latest", "all")
+    easy = t.Setting(t.EASY)
+
+    def held_before(fold: dict[str, Any]) -> bool:
+        chosen = t.Setting(fold["chosen"]["policy"], fold["chosen"]["predicted"])
+        return all(t.held_on(goal, chosen.key, [{chosen.key: t.evaluate(train, chosen)["measures"],
+                                                  easy.key: t.evaluate(train, easy)["measures"]}], easy.key)
+                   for train, _ in parts[: fold["fold"] - 1])
+
+    assert every["folds"][0]["chosen"] == latest["folds"][0]["chosen"]  # nothing earlier to hold on
+    assert every["folds"][2]["chosen"] != latest["folds"][2]["chosen"]
+    assert not held_before(latest["folds"][2])
+    assert all(held_before(f) for f in every["folds"] + fitted["folds"])
+    lines = [json.loads(line) for line in results.read_text().splitlines()]
+    fold3_fits = {r["key"] for r in lines if r["part"] == "train3" and '"fitted"' in r["key"]}
+    assert any(r["part"] == "train1" and r["key"] in fold3_fits for r in lines)
+
+
+def test_a_bad_guard_windows_is_refused_naming_the_option() -> None:
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--guard-windows", "some"])
+    assert r.exit_code == 2 and "--guard-windows" in r.output
+
+
+def test_the_space_can_try_the_stepwise_correction_where_run_times_are_predicted() -> None:
+    """correction=request,stepwise doubles the predicted settings only (unpredicted ones read no
+    correction); the default correction keeps the key it had before corrections existed, so earlier
+    results files resume; a stepwise setting replays with it (SDSC-SP2's jobs overrun predictions:
+    another schedule); an unknown correction is refused."""
+    space = "order=fcfs;reservation_depth=1;time_grain_s=1;backfill_order=priority;wait_cap_s=null"
+    both = t.settings(t.parse_space(space + ";predicted=false,true;correction=request,stepwise"))
+    assert sorted((s.predicted, s.correction) for s in both) == [(False, "request"), (True, "request"),
+                                                                   (True, "stepwise")]
+    plain = next(s for s in both if s.predicted and s.correction == "request")
+    step = next(s for s in both if s.correction == "stepwise")
+    assert plain.key == json.dumps({"policy": plain.policy, "predicted": True}, sort_keys=True)
+    assert step.key != plain.key and step.label().endswith("predicted stepwise")
+    w = sdsc(400)
+    assert t.evaluate(w, step)["measures"] != t.evaluate(w, plain)["measures"]
+    with pytest.raises(ValueError, match="correction"):
+        t.settings(t.parse_space(space + ";predicted=true;correction=gradual"))
+
+
+def test_an_unknown_correction_is_refused_naming_the_space() -> None:
+    r = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["tune", str(SDSC), "--space", "correction=gradual"])
+    assert r.exit_code == 2 and "--space" in r.output
+
+
+def test_the_space_can_try_selective_reservation() -> None:
+    """reserve_xfactor=null,2 adds the selective settings beside the plain ones, whose keys are those
+    they had before the parameter existed; each validates as a POST /schedule policy block."""
+    space = "order=sjf;reservation_depth=1;time_grain_s=1;backfill_order=priority;predicted=false"
+    space += ";wait_cap_s=null"
+    plain, = t.settings(t.parse_space(space))
+    both = t.settings(t.parse_space(space + ";reserve_xfactor=null,2"))
+    assert plain.key in {s.key for s in both} and len(both) == 2
+    selective = next(s for s in both if s.key != plain.key)
+    assert selective.policy["params"]["reserve_xfactor"] == 2 and "xf=2" in selective.label()
+    assert t.params_of(selective.policy)[1].reserve_xfactor == 2

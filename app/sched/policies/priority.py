@@ -24,6 +24,7 @@ from app.sched.order import (
     Scored,
     aged,
     each,
+    expansion_factor,
     f1_score,
     fcfs_scores,
     fitted_score,
@@ -74,15 +75,18 @@ class PriorityPolicy(BasePolicy):
     def standing_key(self) -> StandingKey | None:
         """fcfs, sjf, f1 and fitted keep a job's rank with time; the weighted order does not (the age
         term, and the reservation threshold), nor any order with a wait cap (a job jumps ahead once
-        it has waited the cap)."""
+        it has waited the cap), nor a selective reservation (who may reserve moves with time)."""
         plain = self._standing_order()
-        return None if plain is None or self.params.wait_cap_s is not None else standing(plain)
+        moving = self.params.wait_cap_s is not None or self.params.reserve_xfactor is not None
+        return None if plain is None or moving else standing(plain)
 
     def rules(self, now: float, ranked: Sequence[Scored]) -> PassRules:
         p = self.params
         scores = {s.job.id: s for s in ranked} if p.order == "weighted" else {}
 
         def starving(job: Job) -> bool:
+            if p.reserve_xfactor is not None and expansion_factor(job, now) < p.reserve_xfactor:
+                return False  # selective reservation: not yet expanded enough
             if p.order != "weighted":
                 return True
             capped = scores[job.id].factors["capped"] > 0
