@@ -18,8 +18,8 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
 - per eligible set (a queue and labels), its nodes in node order and in the selector's order when
   that order is fixed (first_fit: node order; least_load: by load), and over the latter a tree of
   the most each range of places has free of each resource (`tree`): the next node with a demand
-  free now is found in log time, past the nodes that lack it, and a set where no node has it is
-  told at the root;
+  free now is found past the ranges where no node has enough of some resource, and a set where
+  none has is told at the root;
 - per eligible set, a few demands that found too few nodes free now (`FRONTIER`): free only
   shrinks during a pass, so a job asking at least as much of every resource, for more nodes than
   that, cannot start now either.
@@ -154,21 +154,23 @@ def _covers_at(tree: np.ndarray, i: int, c: int, m: int, g: int) -> bool:
 
 @njit(cache=True, nogil=True)
 def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g: int) -> int:
-    """The first place at or after p whose node has (c, m, g) free now (-1: none): up from leaf p
-    to the first range to its right whose most covers the demand, then down to its first leaf that
-    does."""
+    """The first place at or after p whose node has (c, m, g) free now (-1: none): the ranges in
+    order from leaf p on, left to right, entering one only where its most covers the demand. The
+    most of each resource may come from different nodes, so a range entered may hold no node that
+    covers it all: then the search goes on to the right of it. A leaf is one node: exact."""
     if p >= size:
         return -1
     i = size + p
-    while not _covers_at(tree, base + i, c, m, g):
-        while i & 1:  # a right child: its parent's range is done too
-            i >>= 1
-        if i == 0:
-            return -1
-        i += 1
-    while i < size:
-        i = 2 * i if _covers_at(tree, base + 2 * i, c, m, g) else 2 * i + 1
-    return i - size
+    while True:
+        while not _covers_at(tree, base + i, c, m, g):
+            while i & 1:  # a right child: its parent's range is done too
+                i >>= 1
+            if i == 0:
+                return -1
+            i += 1
+        if i >= size:
+            return i - size
+        i = 2 * i  # its left half first
 
 
 @njit(cache=True, nogil=True)

@@ -9,7 +9,7 @@ first, `_aged_first`), at any reservation depth.
 `app.sim.replay` asks `decide` (the function behind POST /schedule) at every instant; its Python
 set-up, answer and bookkeeping cost ~200 µs a decision, ten times what the pass itself needs on a
 machine of a few hundred nodes. Here the whole replay is one compiled loop, and the pass in it makes
-the decisions the pass in `app.sched.backfill` makes for these settings, step for step:
+the decisions the pass in `app.sched.core` makes for these settings, step for step:
 
 - jobs are met in the policy's order, which a job's arrival fixes (`order.rank_key` of its score:
   fcfs by submit time, sjf by the time it is told, f1 by its F1 score, fitted by its fitted score;
