@@ -88,6 +88,9 @@ class NodeColumns:
     eligible_nodes: dict[tuple[str, frozenset[str]], np.ndarray] = field(default_factory=dict)
     least: dict[tuple[str, frozenset[str]], tuple[int, int, int, int, int]] = field(
         default_factory=dict)
+    # the decision core's layout of some eligible sets (`core.CorePass._eligible_sets`), by the sets
+    # and the selector: it depends on nothing a replay changes between decisions
+    core_sets: dict[tuple[object, ...], tuple[np.ndarray, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, nodes: Sequence[Node], running: Sequence[RunningJob]) -> NodeColumns:
@@ -191,6 +194,7 @@ class ClusterIndex:
         self._cap_types = cols.cap_types
         self._eligible_nodes = cols.eligible_nodes
         self._least = cols.least
+        self.core_sets = cols.core_sets
         self._members: dict[tuple[str, frozenset[str]], np.ndarray] = {}  # see may_use
 
     def __len__(self) -> int:

@@ -167,9 +167,24 @@ class CorePass:
         self.queue_names = list(queues)
 
     def _eligible_sets(self, free: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The sets' layout (`_layout`, kept on the cluster's columns: a replay's decisions share
+        it), each set's tree built from what is free now, and an empty frontier per set."""
+        key = (tuple(e.key for e in self.keys), self.selector)
+        layout = self.cluster.core_sets.get(key)
+        if layout is None:
+            layout = self.cluster.core_sets[key] = self._layout()
+        e_off, e_nodes, e_rank, t_off, t_size, m_off, m_set, m_pos = layout
+        tree = np.empty((3, int(2 * t_size.sum())), dtype=np.int64)
+        k.build_trees(free, e_off, e_rank, t_off, t_size, tree)
+        n_sets = len(self.keys)
+        return (e_off, e_nodes, e_rank, t_off, t_size, tree, m_off, m_set, m_pos,
+                np.zeros((n_sets, k.FRONTIER, 4), dtype=np.int64), np.zeros(n_sets, dtype=np.int64))
+
+    def _layout(self) -> tuple[np.ndarray, ...]:
         """Each eligible set's nodes in node order (`e_nodes`) and in the selector's fixed order
-        (`e_rank`: least_load by load, ties in node order; else node order), one after another; the
-        trees over `e_rank`, and where each node sits in them (`m_off`, `m_set`, `m_pos`)."""
+        (`e_rank`: least_load by load, ties in node order; else node order), one after another; where
+        each set's tree sits (`t_off`, and its leaves, `t_size`: a power of two), and where each node
+        sits in the trees (`m_off`, `m_set`, `m_pos`)."""
         members = [self.cluster.nodes_of(e) for e in self.keys]
         sizes = np.array([len(x) for x in members], dtype=np.int64)
         e_off = np.zeros(len(members) + 1, dtype=np.int64)
@@ -183,16 +198,12 @@ class CorePass:
         t_off = np.zeros(len(members), dtype=np.int64)
         if len(members):
             t_off[1:] = np.cumsum(2 * t_size)[:-1]
-        tree = np.empty((3, int(2 * t_size.sum())), dtype=np.int64)
-        k.build_trees(free, e_off, e_rank, t_off, t_size, tree)
         by_node = np.argsort(e_rank, kind="stable")  # each node's places, node by node
         m_off = np.zeros(len(self.cluster) + 1, dtype=np.int64)
         np.cumsum(np.bincount(e_rank, minlength=len(self.cluster)), out=m_off[1:])
         m_set = (np.searchsorted(e_off, by_node, side="right") - 1).astype(np.int64)
         m_pos = (by_node - e_off[m_set]).astype(np.int64)
-        n_sets = len(members)
-        return (e_off, e_nodes, e_rank, t_off, t_size, tree, m_off, m_set, m_pos,
-                np.zeros((n_sets, k.FRONTIER, 4), dtype=np.int64), np.zeros(n_sets, dtype=np.int64))
+        return e_off, e_nodes, e_rank, t_off, t_size, m_off, m_set, m_pos
 
     def _never(self, jobs: Sequence[Job]) -> np.ndarray:
         """Per job, 1 when no eligible node could ever hold it (never_fits), 2 when only nodes down

@@ -108,7 +108,7 @@ def _book(times: np.ndarray, cum: np.ndarray, nodes: tuple, chosen: np.ndarray, 
 
 
 @njit(cache=True, nogil=True)
-def _release(end: float, now: float, grain: int) -> float:
+def release(end: float, now: float, grain: int) -> float:
     """`timeline.release_time`."""
     if end <= now:
         return np.floor(now / grain) * grain + grain
@@ -282,7 +282,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     whole = cols[WHOLE, j] == 1
     if not whole and _short_known(fr, fr_n, e, c, m, g, n):
         return times, cum, False, False
-    release = _release(now + walltime[j], now, grain)
+    until = release(now + walltime[j], now, grain)
     lo, base, size = e_off[e], t_off[e], t_size[e]
     chosen = o_nodes[o_off[j] : o_off[j] + n]
     width = counters[WIDTH]
@@ -294,7 +294,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
             counters[WORK] += 1
             if _able(free, cap, x, c, m, g, whole):
                 fit += 1
-                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, release):
+                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, until):
                     chosen[k] = x
                     k += 1
                     if k == n:
@@ -312,7 +312,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
         if fit >= n:
             for x in _ranked(cand[:fit], free, cap, selector, cpu_part, coef, c, m, g):
                 counters[WORK] += 1
-                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, release):
+                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, until):
                     chosen[k] = x
                     k += 1
                     if k == n:
@@ -326,7 +326,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
         for r in range(3):
             free[r, chosen[i]] -= d[r, i if whole else 0]
         _shrunk(free, sets, chosen[i])
-    times, cum = _fold(times, cum, counters, chosen, now, release, d, whole, now)
+    times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now)
     return times, cum, True, True
 
 

@@ -57,6 +57,7 @@ import numpy as np
 from numba import njit
 from numba.core.errors import NumbaWarning
 
+from app.sched import core_kernel
 from app.sched import profile_kernels as kernels
 from app.sched.core import MAX_INSTANTS_TRIED
 from app.sched.params import CommonParams, FirstfitParams, PriorityParams
@@ -124,14 +125,6 @@ def _weighted_is_fcfs(p: PriorityParams) -> bool:
 # --- the profile: `app.sched.timeline.Profile`'s matrices, built and folded by the same kernels -------
 
 @njit(cache=True, nogil=True)
-def _release(end: float, now: float, grain: int) -> float:
-    """`timeline.release_time`."""
-    if end <= now:
-        return np.floor(now / grain) * grain + grain
-    return np.ceil(end / grain) * grain
-
-
-@njit(cache=True, nogil=True)
 def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run: int,
            expect: np.ndarray, node_off: np.ndarray, assigned: np.ndarray, cpu: np.ndarray,
            mem: np.ndarray, times: np.ndarray, cum: np.ndarray,
@@ -149,7 +142,7 @@ def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run:
     e = 0
     for i in range(n_run):
         j = running[i]
-        t = _release(expect[j], now, grain)
+        t = core_kernel.release(expect[j], now, grain)
         for p in range(node_off[j], node_off[j + 1]):
             xs[e], ts[e], amounts[0, e], amounts[1, e] = assigned[p], t, cpu[j], mem[j]
             e += 1
@@ -159,30 +152,12 @@ def _build(now: float, grain: int, free: np.ndarray, running: np.ndarray, n_run:
         base[0, x], base[1, x] = free[0, x], free[1, x]
     offsets, by_node, most = kernels.step_groups(xs, ts, n)
     width = most + 2
-    times, cum = _room(times, cum, width)
+    times, cum = core_kernel.room(times, cum, width)
     kernels.step_fill(times, cum, width, base, ts, amounts, offsets, by_node, now)
     for row in range(width, min(stale, times.shape[0])):
         for x in range(n):
             times[row, x] = INF
     return times, cum, width
-
-
-@njit(cache=True, nogil=True)
-def _room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """`Profile._grow` until a fold has room for two more instants past `width`: twice the rows,
-    INF instants whose amounts repeat the last row's."""
-    while width + 2 > times.shape[0]:
-        k, n = times.shape
-        grown = np.full((2 * k, n), INF)
-        more = np.empty((3, 2 * k, n), dtype=np.int64)
-        for row in range(2 * k):
-            for x in range(n):
-                if row < k:
-                    grown[row, x] = times[row, x]
-                for r in range(3):
-                    more[r, row, x] = cum[r, min(row, k - 1), x]
-        times, cum = grown, more
-    return times, cum
 
 
 @njit(cache=True, nogil=True)
@@ -606,7 +581,7 @@ def _last_to_see(at: int, order: np.ndarray, fitting: np.ndarray, n_fit: int, la
     pass must still reach (see `_seen`)."""
     while n_fit > 0 and fitting[n_fit - 1] > at:
         j = order[fitting[n_fit - 1]]
-        release = _release(now + real[TOLD, j], now, grain)
+        release = core_kernel.release(now + real[TOLD, j], now, grain)
         if not _surely_stuck(free, first_booking, room, ints[CPU, j], ints[MEM, j], ints[NODES, j], release):
             break
         n_fit -= 1
@@ -673,7 +648,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
             if held[j]:  # its promised slot, given back: it finds that slot free (or better)
                 held[j] = False
                 promise = max(real[PROMISE, j], now)
-                times, cum = _room(times, cum, width)
+                times, cum = core_kernel.room(times, cum, width)
                 width = _book(times, cum, width, promised[node_off[j] : node_off[j + 1]], promise,
                               np.ceil((promise + told) / grain) * grain, -c, -m, now)
             if n > n_nodes or c > cores or m > mem_cap:
@@ -683,7 +658,7 @@ def _pass(now: float, pending: np.ndarray, real: np.ndarray, ints: np.ndarray, m
                 continue  # it could only start, and lacks room: it waits
             d[0, 0], d[1, 0] = c, m
             check[1] = m > 0
-            release = _release(now + told, now, grain)
+            release = core_kernel.release(now + told, now, grain)
             k = 0
             if fits and (holds_promises or not _surely_blocked(blocked, n_blocked, c, m, n, release)):
                 k = _first_clear(free, c, m, n, now, release, times, cum, width, first_booking, room,
@@ -789,12 +764,13 @@ def _fold_waiting(waiting: np.ndarray, now: float, grain: int, from_now: int, re
         j = abs(e) - 1
         told = real[TOLD, j]
         if e > 0:
-            nodes, t0, t1 = assigned[node_off[j] : node_off[j + 1]], now, _release(now + told, now, grain)
+            t1 = core_kernel.release(now + told, now, grain)
+            nodes, t0 = assigned[node_off[j] : node_off[j + 1]], now
         else:
             t = real[PROMISE, j]
             nodes, t0, t1 = promised[node_off[j] : node_off[j + 1]], now if from_now else t, \
                 np.ceil((t + told) / grain) * grain
-        times, cum = _room(times, cum, width)
+        times, cum = core_kernel.room(times, cum, width)
         width = _book(times, cum, width, nodes, t0, t1, ints[CPU, j], ints[MEM, j], now)
     return times, cum, width
 
@@ -826,7 +802,7 @@ def _hold_promises(now: float, order: np.ndarray, real: np.ndarray, ints: np.nda
         c, m = ints[CPU, j], ints[MEM, j]
         if not _all_hold(times, cum, width, nodes, c, m, start, end):
             continue  # the slot is gone (a job overran its told time): planned afresh
-        times, cum = _room(times, cum, width)
+        times, cum = core_kernel.room(times, cum, width)
         width = _book(times, cum, width, nodes, start, end, c, m, now)
         for x in nodes:
             first_booking[x] = min(first_booking[x], start)
