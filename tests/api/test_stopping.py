@@ -49,13 +49,16 @@ def server(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
     proc = subprocess.Popen([sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1",
                              "--port", str(port), "--no-access-log"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # the app warms its compiled loops first (cold cache: minutes)
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
                 break
         except httpx.TransportError:
             time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("uvicorn did not answer /healthz within 300 s")
     yield proc, port
     if proc.poll() is None:
         proc.kill()
