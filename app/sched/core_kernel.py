@@ -222,27 +222,27 @@ def _ranked(cand: np.ndarray, free: np.ndarray, cap: np.ndarray, selector: int, 
             key[i] = -(coef[0] * cpu_part[x] + coef[1] * max(free[1, x], 0))
         return cand[np.argsort(key, kind="mergesort")]
     left = np.empty(k)
-    d = (c, m, g)
     for i in range(k):
         x = cand[i]
-        share = np.zeros(3)
-        rest = np.zeros(3)
-        count = 0
-        for r in range(3):
-            if cap[r, x] > 0:
-                after = free[r, x] - d[r]
-                share[r] = (cap[r, x] - after) / cap[r, x]
-                rest[r] = after / cap[r, x]
-                count += 1
-        mean = (share[0] + share[1] + share[2]) / count
-        dev = np.zeros(3)
-        for r in range(3):
-            if cap[r, x] > 0:
-                dev[r] = (share[r] - mean) ** 2
-        key[i] = np.rint(np.sqrt((dev[0] + dev[1] + dev[2]) / count) * 1e9) / 1e9
-        left[i] = (rest[0] + rest[1]) + rest[2]
+        s0, r0, n0 = _share(cap[0, x], free[0, x] - c)
+        s1, r1, n1 = _share(cap[1, x], free[1, x] - m)
+        s2, r2, n2 = _share(cap[2, x], free[2, x] - g)
+        count = n0 + n1 + n2
+        mean = (s0 + s1 + s2) / count
+        dev = n0 * (s0 - mean) ** 2 + n1 * (s1 - mean) ** 2 + n2 * (s2 - mean) ** 2
+        key[i] = np.rint(np.sqrt(dev / count) * 1e9) / 1e9
+        left[i] = (r0 + r1) + r2
     by_left = np.argsort(left, kind="mergesort")
     return cand[by_left[np.argsort(key[by_left], kind="mergesort")]]
+
+
+@njit(cache=True, nogil=True)
+def _share(cap: int, after: int) -> tuple[float, float, int]:
+    """A resource's used share and leftover share of a node after placement, and 1; (0, 0, 0) for a
+    resource the node has none of (`fragment_scores`)."""
+    if cap <= 0:
+        return 0.0, 0.0, 0
+    return (cap - after) / cap, after / cap, 1
 
 
 @njit(cache=True, nogil=True)
