@@ -121,7 +121,8 @@ class CorePass:
         free = np.ascontiguousarray(np.stack(p.free), dtype=np.int64)
         ev = self.evaluation
         cpu_part = (1.0 - cluster.cpu_load) * cluster.cpu_ghz
-        self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part)
+        room = cluster.cap.copy()  # (no booking's room known yet: `core_kernel._clear_by_bookings`)
+        self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part, room)
         self.counters = np.zeros(7, dtype=np.int64)
         self.counters[k.WIDTH], self.counters[k.ANY_BOOKING] = width, p.any_booking
         self.counters[k.ANY_WINDOW] = p.any_window

@@ -15,6 +15,9 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
 - `first_booking` (N): the earliest start of anything booked on a node (reservations, promised
   slots, windows ahead): a node whose first booking is at or after a job's release holds it as
   long as it has the demand free now, since running jobs only give back until then;
+- `room` (3, N): what a booking that starts at a node's first booking leaves of its capacity (its
+  capacity where unknown: the snapshot's bookings, a promised slot given back): a job that needs
+  more than that cannot run past that start;
 - per eligible set (a queue and labels), its nodes in node order and in the selector's order when
   that order is fixed (first_fit: node order; least_load: by load), and over the latter a tree of
   the most each range of places has free of each resource (`tree`): the next node with a demand
@@ -29,7 +32,7 @@ pass counts the node rows its walks touch (`WORK`), which tests/sched/test_work_
 the nodes its reservation searches are handed (`SEARCHED`: every eligible node of each, for now).
 
 The arguments come bundled, each a tuple the caller builds once per decision (see `core.CorePass`):
-`nodes` (free, cap, first_booking, booked, cpu_part); `sets` (e_off, e_nodes, e_rank, t_off,
+`nodes` (free, cap, first_booking, booked, cpu_part, room); `sets` (e_off, e_nodes, e_rank, t_off,
 t_size, tree, m_off, m_set, m_pos, fr, fr_n); `jobs` (cols, walltime, may, never, promise, p_off,
 p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out` (outcome, aux, o_off, o_nodes,
 start_at, seq, left, counters); `how` (rules, coef, selector, now, grain).
@@ -97,12 +100,19 @@ def _fold(times: np.ndarray, cum: np.ndarray, counters: np.ndarray, nodes: np.nd
 @njit(cache=True, nogil=True)
 def _book(times: np.ndarray, cum: np.ndarray, nodes: tuple, chosen: np.ndarray, t0: float, t1: float,
           d: np.ndarray, per_node: bool, counters: np.ndarray, now: float) -> tuple[np.ndarray, np.ndarray]:
-    """Book d on `chosen` over [t0, t1): a reservation or a promised slot."""
-    _, _, first_booking, booked, _ = nodes
+    """Book d on `chosen` over [t0, t1): a reservation or a promised slot. A node's `room` becomes
+    what this booking leaves of its capacity where it is now the node's first (the least left
+    where it starts with the first)."""
+    _, cap, first_booking, booked, _, room = nodes
     times, cum = _fold(times, cum, counters, chosen, t0, t1, d, per_node, now)
-    for x in chosen:
+    for i in range(len(chosen)):
+        x = chosen[i]
         booked[x] = True
-        first_booking[x] = min(first_booking[x], t0)
+        if t0 <= first_booking[x]:
+            for r in range(3):
+                left = cap[r, x] - d[r, i if per_node else 0]
+                room[r, x] = left if t0 < first_booking[x] else min(room[r, x], left)
+            first_booking[x] = t0
     counters[ANY_BOOKING] = 1
     return times, cum
 
@@ -246,12 +256,27 @@ def _share(cap: int, after: int) -> tuple[float, float, int]:
 
 
 @njit(cache=True, nogil=True)
-def _clear(times: np.ndarray, cum: np.ndarray, width: int, first_booking: np.ndarray, cap: np.ndarray,
-           x: int, c: int, m: int, g: int, whole: bool, now: float, release: float) -> bool:
+def _clear_by_bookings(first_booking: np.ndarray, cap: np.ndarray, room: np.ndarray, x: int, c: int, m: int,
+                       g: int, whole: bool, release: float) -> int:
     """Whether node x keeps the job's demand (whole: its capacity) free until `release` without
-    delaying a booking: surely when its first booking starts at or after then."""
+    delaying a booking, as far as its bookings tell: 1 surely (its first booking starts at or after
+    then), -1 surely not (that booking leaves it too little room: `room`), 0 its instants must say
+    (`_holds`). (No call in here: a helper that calls another counts its arrays in and out at each
+    call, several times the cost of these tests, so the caller asks `_holds` itself.)"""
     if first_booking[x] >= release:
-        return True
+        return 1
+    if whole:
+        if room[0, x] < cap[0, x] or room[1, x] < cap[1, x] or room[2, x] < cap[2, x]:
+            return -1
+    elif room[0, x] < c or room[1, x] < m or room[2, x] < g:
+        return -1
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _holds(times: np.ndarray, cum: np.ndarray, width: int, cap: np.ndarray, x: int, c: int, m: int, g: int,
+           whole: bool, now: float, release: float) -> bool:
+    """Whether node x's instants keep the demand (whole: its capacity) free from now to `release`."""
     if whole:
         need = (cap[0, x], cap[1, x], cap[2, x])
         return kernels.holds(times, cum, x, need, True, True, now, release, width)
@@ -273,7 +298,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     """§1.1: start job j on the selector's best n nodes that have its demand free now (whole: are
     idle now) and keep it until its release clear of every booking; (times, cum, started, whether n
     nodes have it free now, bookings aside)."""
-    free, cap, first_booking, _, cpu_part = nodes
+    free, cap, first_booking, _, cpu_part, room = nodes
     e_off, _, e_rank, t_off, t_size, tree, _, _, _, fr, fr_n = sets
     cols, walltime = jobs[0], jobs[1]
     _, _, o_off, o_nodes, _, _, _, counters = out
@@ -294,7 +319,8 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
             counters[WORK] += 1
             if _able(free, cap, x, c, m, g, whole):
                 fit += 1
-                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, until):
+                sure = _clear_by_bookings(first_booking, cap, room, x, c, m, g, whole, until)
+                if sure > 0 or (sure == 0 and _holds(times, cum, width, cap, x, c, m, g, whole, now, until)):
                     chosen[k] = x
                     k += 1
                     if k == n:
@@ -312,7 +338,8 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
         if fit >= n:
             for x in _ranked(cand[:fit], free, cap, selector, cpu_part, coef, c, m, g):
                 counters[WORK] += 1
-                if _clear(times, cum, width, first_booking, cap, x, c, m, g, whole, now, until):
+                sure = _clear_by_bookings(first_booking, cap, room, x, c, m, g, whole, until)
+                if sure > 0 or (sure == 0 and _holds(times, cum, width, cap, x, c, m, g, whole, now, until)):
                     chosen[k] = x
                     k += 1
                     if k == n:
@@ -378,7 +405,7 @@ def _common(times: np.ndarray, cum: np.ndarray, elig: np.ndarray, node_times: np
 def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
               counters: np.ndarray, how: tuple) -> tuple[float, np.ndarray]:
     """The earliest instant n eligible nodes all hold job j, and those nodes; (NaN, none) if never."""
-    _, cap, first_booking, booked, _ = nodes
+    _, cap, first_booking, booked, _, _ = nodes
     e_off, e_nodes = sets[0], sets[1]
     cols, walltime = jobs[0], jobs[1]
     rules, grain = how[0], how[4]
@@ -531,6 +558,10 @@ def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets:
         end = np.ceil((promised + walltime[j]) / grain) * grain
         times, cum = _fold(times, cum, counters, chosen, promised, end, _need(cols, j, chosen, cap, -1),
                            cols[WHOLE, j] == 1, now)
+        room = nodes[5]
+        for x in chosen:  # (the room its slot left is no longer sure)
+            for r in range(3):
+                room[r, x] = cap[r, x]
     if never[j] != 0:
         outcome[j] = NEVER_FITS if never[j] == 1 else NODE_DOWN
         return times, cum
