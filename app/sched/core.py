@@ -207,12 +207,20 @@ class CorePass:
 
     def _never(self, jobs: Sequence[Job]) -> np.ndarray:
         """Per job, 1 when no eligible node could ever hold it (never_fits), 2 when only nodes down
-        or draining could (node_down), else 0; worked out once per shape."""
-        found: dict[tuple[int, int, int, int, int], int] = {}
-        out = np.zeros(len(jobs), dtype=np.int8)
+        or draining could (node_down), else 0. A job within the least capacity of its eligible
+        nodes, wanting no more of them than are up, is 0 (most jobs: one test for all); the rest are
+        worked out once per shape."""
         cols = self.cols
-        for i, key in enumerate(zip(*(cols[r].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU, k.NODES)),
-                                    strict=True)):
+        least = np.array([self.cluster.least_capacity(e) for e in self.keys], dtype=np.int64).reshape(-1, 5)
+        of_job = least[cols[k.ELIG]].T
+        fits = ((cols[k.NODES] <= of_job[4]) & (cols[k.CPU] <= of_job[0]) & (cols[k.MEM] <= of_job[1])
+                & (cols[k.GPU] <= of_job[2]))
+        out = np.zeros(len(jobs), dtype=np.int8)
+        rest = np.flatnonzero(~fits)
+        found: dict[tuple[int, int, int, int, int], int] = {}
+        for i, key in zip(rest.tolist(), zip(*(cols[r, rest].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU,
+                                                                             k.NODES)), strict=True),
+                          strict=True):
             code = found.get(key)
             if code is None:
                 code = found[key] = self._never_code(*key)
