@@ -262,29 +262,32 @@ class CorePass:
 
     # --- the answer -----------------------------------------------------------------------------
     def _result(self) -> PassResult:
+        """The loop's answer as records, each kind in the order the pass looked at the jobs; the
+        jobs split by outcome with numpy, then one plain loop per kind."""
         out = PassResult(rows=int(self.counters[k.WORK]), searched=int(self.counters[k.SEARCHED]))
         outcome, self.aux, o_off, o_nodes, self.start_at, seq = self.out[:6]
-        jobs, seq = self.jobs, seq[: self.counters[k.N_SEQ]].tolist()
-        outcome, o_off = outcome.tolist(), o_off.tolist()
-        blocked = (Reason.blocked_by_reservation, _blocked_detail(self.profile.any_window))
-        looked: set[int] = set()
-        for j in seq:
-            job, code = jobs[j], outcome[j]
-            if code != k.NOT_EVALUATED:
-                looked.add(int(self.cols[k.ELIG, j]))
-            if code in (k.START, k.BACKFILL):
-                kind = StartKind.BACKFILL if code == k.BACKFILL else StartKind.START
-                ids = self._ids(o_nodes[o_off[j] : o_off[j + 1]])
-                out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
-            elif code == k.RESERVED:
-                start = float(self.start_at[j])
-                ids = self._ids(o_nodes[o_off[j] : o_off[j + 1]])
-                out.reservations.append(Reservation(job.id, ids, job.queue, start,
-                                                    align_up(start + job.walltime_s, self.grain)))
-            else:
-                reason, detail = self._why(job, code, j, blocked)
-                out.pending.append(Pending(job.id, job.queue, reason, None, detail))
+        seq = seq[: self.counters[k.N_SEQ]]
+        codes = outcome[seq]
+        looked = np.unique(self.cols[k.ELIG, seq[codes != k.NOT_EVALUATED]]).tolist()
         out.examined = {self.keys[e].key for e in looked}
+        started = (codes == k.START) | (codes == k.BACKFILL)
+        reserved = codes == k.RESERVED
+        spans = _spans(o_off, o_nodes, self.cluster.ids)
+        jobs, now = self.jobs, self.now
+        for j, code in zip(seq[started].tolist(), codes[started].tolist(), strict=True):
+            job = jobs[j]
+            kind = StartKind.BACKFILL if code == k.BACKFILL else StartKind.START
+            out.starts.append(Start(job.id, spans(j), kind, job.queue, now + job.walltime_s))
+        for j, start in zip(seq[reserved].tolist(), self.start_at[seq[reserved]].tolist(), strict=True):
+            job = jobs[j]
+            out.reservations.append(Reservation(job.id, spans(j), job.queue, start,
+                                                align_up(start + job.walltime_s, self.grain)))
+        blocked = (Reason.blocked_by_reservation, _blocked_detail(self.profile.any_window))
+        waiting = ~(started | reserved)
+        for j, code in zip(seq[waiting].tolist(), codes[waiting].tolist(), strict=True):
+            job = jobs[j]
+            reason, detail = self._why(job, code, j, blocked)
+            out.pending.append(Pending(job.id, job.queue, reason, None, detail))
         return out
 
     def _why(self, job: Job, code: int, j: int, blocked: tuple[Reason, str]) -> tuple[Reason, str]:
@@ -301,16 +304,22 @@ class CorePass:
         reason = Reason.never_fits if code == k.NEVER_FITS else Reason.node_down
         return reason, never_detail(job, reason)
 
-    def _ids(self, nodes: np.ndarray) -> tuple[str, ...]:
-        ids = self.cluster.ids
-        if len(nodes) <= 1:  # most jobs want one node
-            return (ids[nodes[0]],) if len(nodes) else ()
-        return itemgetter(*nodes.tolist())(ids)  # one C call: a job may hold thousands of nodes
-
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
     """Index arrays one after another, as one int64 array."""
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _spans(o_off: np.ndarray, o_nodes: np.ndarray, ids: list[str]) -> Callable[[int], tuple[str, ...]]:
+    """Job j's nodes, as ids: o_nodes[o_off[j]:o_off[j + 1]] (places the loop filled for j only)."""
+    off, item = o_off.tolist(), o_nodes.item
+
+    def span(j: int) -> tuple[str, ...]:
+        a, b = off[j], off[j + 1]
+        if b - a <= 1:  # most jobs want one node
+            return (ids[item(a)],) if b > a else ()
+        return itemgetter(*o_nodes[a:b].tolist())(ids)  # one C call: a job may hold thousands of nodes
+    return span
 
 
 def _blocked_detail(any_window: bool) -> str:

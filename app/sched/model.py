@@ -155,7 +155,7 @@ class Snapshot:
     windows: tuple[Window, ...] = ()  # nodes they name that the snapshot lacks are left out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see Pending
 class Start:
     job_id: str
     node_ids: tuple[str, ...]
@@ -164,7 +164,7 @@ class Start:
     expected_end: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see Pending
 class Reservation:
     job_id: str
     node_ids: tuple[str, ...]
@@ -182,9 +182,9 @@ class Migration:
     figures: dict[str, float] = field(default_factory=dict)
 
 
-# Pending and PriorityInfo are not frozen: one of each is made per job at every decision (a replay
-# makes millions), and a frozen dataclass's __init__ costs three times a plain one's. Treat them
-# as read-only all the same.
+# Start, Reservation, Pending and PriorityInfo are not frozen: one of each is made per job at every
+# decision (a replay makes millions), and a frozen dataclass's __init__ costs three times a plain
+# one's. Treat them as read-only all the same (hashed and compared by value as frozen ones are).
 @dataclass(slots=True)
 class Pending:
     job_id: str
