@@ -102,7 +102,7 @@ class NodeColumns:
         ids = [n.id for n in nodes]
         pos = {nid: i for i, nid in enumerate(ids)}
         queue_of = [n.queue for n in nodes]
-        serves = [n.serves for n in nodes]
+        serves = [n.queues or (n.queue,) for n in nodes]  # `Node.serves`, without a call per node
         return cls(
             ids=ids,
             pos=pos,
