@@ -3,7 +3,8 @@ slice, in node order (lower weight first, then id). When some node serves severa
 (overlapping partitions), nodes are sorted by (weight, id) and each queue is an index array instead.
 
 Built once per decision from the records, unless the snapshot carries them already as `NodeColumns`
-(a caller deciding many times over one machine keeps those current in place). Eligibility
+(a caller deciding many times over one machine keeps those current in place; POST /schedule makes
+them from the wire's nodes, `NodeLists`, without a record per node). Eligibility
 (queue + required labels) is cached per key, so a pass looks at a job's queue slice (a view, no
 copy) and never at the whole cluster.
 """

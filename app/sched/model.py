@@ -146,11 +146,12 @@ class WholeCluster:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     now: float
-    nodes: tuple[Node, ...]
+    nodes: Sequence[Node]  # a tuple, or lists (app.sched.cluster.NodeLists) read as records
     running: Sequence[RunningJob] = ()  # a tuple, or columns (app.sched.running) read as records
     whole: WholeCluster | None = None  # None: `nodes` is the whole cluster
     # the nodes and running holdings as arrays, kept current by a caller that decides many times
-    # over one machine (the replay); when set, it is read instead of `nodes` and `running`'s holdings
+    # over one machine (the replay), or made from the wire's nodes (POST /schedule: `nodes` is then
+    # a `NodeLists`); when set, it is read instead of `nodes` and `running`'s holdings
     columns: NodeColumns | None = None
     windows: tuple[Window, ...] = ()  # nodes they name that the snapshot lacks are left out
 
