@@ -33,6 +33,7 @@ from app.sched.timeline import HEAD_COLUMNS, Profile, align_up, release_times
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 CHUNK = 256  # most jobs the loop looks at between two readings of a budget's clock
+_START, _BACKFILL, _RESERVED, _NOT_EVALUATED = k.START, k.BACKFILL, k.RESERVED, k.NOT_EVALUATED
 SELECTOR_CODES = {"first_fit": k.FIRST_FIT, "least_load": k.LEAST_LOAD, "evaluation": k.EVALUATION,
                   "fragment": k.FRAGMENT}
 
@@ -211,16 +212,18 @@ class CorePass:
         nodes, wanting no more of them than are up, is 0 (most jobs: one test for all); the rest are
         worked out once per shape."""
         cols = self.cols
-        least = np.array([self.cluster.least_capacity(e) for e in self.keys], dtype=np.int64).reshape(-1, 5)
-        of_job = least[cols[k.ELIG]].T
-        fits = ((cols[k.NODES] <= of_job[4]) & (cols[k.CPU] <= of_job[0]) & (cols[k.MEM] <= of_job[1])
-                & (cols[k.GPU] <= of_job[2]))
         out = np.zeros(len(jobs), dtype=np.int8)
+        # per set, what each of the rows CPU, MEM, GPU, NODES of `cols` may be at most: the least
+        # capacity, and the nodes up
+        most = np.array([(c, m, g, up) for c, m, g, _, up in map(self.cluster.least_capacity, self.keys)],
+                        dtype=np.int64).reshape(-1, 4).T
+        fits = (cols[: k.NODES + 1] <= (most if len(self.keys) == 1 else most[:, cols[k.ELIG]])).all(axis=0)
+        if fits.all():
+            return out
         rest = np.flatnonzero(~fits)
         found: dict[tuple[int, int, int, int, int], int] = {}
-        for i, key in zip(rest.tolist(), zip(*(cols[r, rest].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU,
-                                                                             k.NODES)), strict=True),
-                          strict=True):
+        shapes = zip(*(cols[r, rest].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU, k.NODES)), strict=True)
+        for i, key in zip(rest.tolist(), shapes, strict=True):
             code = found.get(key)
             if code is None:
                 code = found[key] = self._never_code(*key)
@@ -262,32 +265,31 @@ class CorePass:
 
     # --- the answer -----------------------------------------------------------------------------
     def _result(self) -> PassResult:
-        """The loop's answer as records, each kind in the order the pass looked at the jobs; the
-        jobs split by outcome with numpy, then one plain loop per kind."""
+        """The loop's answer as records, each kind in the order the pass looked at the jobs (one plain
+        loop over lists: it runs at every decision, of five jobs or of thousands)."""
         out = PassResult(rows=int(self.counters[k.WORK]), searched=int(self.counters[k.SEARCHED]))
         outcome, self.aux, o_off, o_nodes, self.start_at, seq = self.out[:6]
-        seq = seq[: self.counters[k.N_SEQ]]
-        codes = outcome[seq]
-        looked = np.unique(self.cols[k.ELIG, seq[codes != k.NOT_EVALUATED]]).tolist()
-        out.examined = {self.keys[e].key for e in looked}
-        started = (codes == k.START) | (codes == k.BACKFILL)
-        reserved = codes == k.RESERVED
+        jobs, now, grain = self.jobs, self.now, self.grain
+        seq, outcome = seq[: self.counters[k.N_SEQ]].tolist(), outcome.tolist()
+        elig = self.cols[k.ELIG].tolist()
         spans = _spans(o_off, o_nodes, self.cluster.ids)
-        jobs, now = self.jobs, self.now
-        for j, code in zip(seq[started].tolist(), codes[started].tolist(), strict=True):
-            job = jobs[j]
-            kind = StartKind.BACKFILL if code == k.BACKFILL else StartKind.START
-            out.starts.append(Start(job.id, spans(j), kind, job.queue, now + job.walltime_s))
-        for j, start in zip(seq[reserved].tolist(), self.start_at[seq[reserved]].tolist(), strict=True):
-            job = jobs[j]
-            out.reservations.append(Reservation(job.id, spans(j), job.queue, start,
-                                                align_up(start + job.walltime_s, self.grain)))
         blocked = (Reason.blocked_by_reservation, _blocked_detail(self.profile.any_window))
-        waiting = ~(started | reserved)
-        for j, code in zip(seq[waiting].tolist(), codes[waiting].tolist(), strict=True):
-            job = jobs[j]
-            reason, detail = self._why(job, code, j, blocked)
-            out.pending.append(Pending(job.id, job.queue, reason, None, detail))
+        looked: set[int] = set()
+        for j in seq:
+            job, code = jobs[j], outcome[j]
+            if code != _NOT_EVALUATED:
+                looked.add(elig[j])
+            if code == _START or code == _BACKFILL:
+                kind = StartKind.BACKFILL if code == _BACKFILL else StartKind.START
+                out.starts.append(Start(job.id, spans(j), kind, job.queue, now + job.walltime_s))
+            elif code == _RESERVED:
+                start = float(self.start_at[j])
+                out.reservations.append(Reservation(job.id, spans(j), job.queue, start,
+                                                    align_up(start + job.walltime_s, grain)))
+            else:
+                reason, detail = self._why(job, code, j, blocked)
+                out.pending.append(Pending(job.id, job.queue, reason, None, detail))
+        out.examined = {self.keys[e].key for e in looked}
         return out
 
     def _why(self, job: Job, code: int, j: int, blocked: tuple[Reason, str]) -> tuple[Reason, str]:
