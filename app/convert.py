@@ -16,6 +16,7 @@ from app import running_scan
 from app.errors import ErrorDetail, InputError
 from app.sched import params as core_params
 from app.sched.budget import Budget
+from app.sched.cluster import NodeColumns, NodeLists
 from app.sched.model import (
     Decision,
     Job,
@@ -282,13 +283,41 @@ def job_from_wire(p: PendingJobIn) -> Job:
                promise_nodes=tuple(p.promised_nodes), exclusive=p.exclusive)
 
 
-def snapshot_from_wire(req: ScheduleRequest, checked: Checked) -> tuple[Snapshot, list[Job]]:
-    """The core's snapshot and jobs; `checked` is what check_snapshot returned."""
+def snapshot_from_wire(req: ScheduleRequest, checked: Checked,
+                       columns: bool = False) -> tuple[Snapshot, list[Job]]:
+    """The core's snapshot and jobs; `checked` is what check_snapshot returned. With `columns` (a
+    decision over the whole snapshot), its nodes are `NodeLists`, records made only if read, and the
+    snapshot carries their columns: the decision reads those, with no record per node."""
     labels: dict[tuple[str, ...], frozenset[str]] = {}
-    nodes = tuple([_node(n, checked.held, labels) for n in req.nodes or []])
     windows = tuple(window_from_wire(w) for w in req.windows)
-    snapshot = Snapshot(req.now, nodes, checked.running, windows=windows)
-    return snapshot, [job_from_wire(p) for p in req.pending]
+    jobs = [job_from_wire(p) for p in req.pending]
+    if not columns:
+        nodes = tuple([_node(n, checked.held, labels) for n in req.nodes or []])
+        return Snapshot(req.now, nodes, checked.running, windows=windows), jobs
+    lists = _node_lists(req.nodes or [], checked.held, labels)
+    cols = NodeColumns.of_lists(lists, checked.running)
+    return Snapshot(req.now, lists, checked.running, windows=windows, columns=cols), jobs
+
+
+def _node_lists(nodes: list[NodeIn], held: dict[str, list[int]],
+                labels: dict[tuple[str, ...], frozenset[str]]) -> NodeLists:
+    """`_node`'s fields of every node, one list per field."""
+    caps, allocs, queue_of, queues = [], [], [], []
+    for n in nodes:
+        c, a = n.capacity, n.allocated
+        caps.append((c.cpu, c.mem_mib, c.gpu))
+        if a is not None:
+            allocs.append((a.cpu, a.mem_mib, a.gpu))
+        else:
+            h = held.get(n.id, (0, 0, 0))
+            allocs.append((h[0], h[1], h[2]))
+        queue, serves = n.queue_names() if n.queues else (n.queue, ())
+        queue_of.append(queue)
+        queues.append(serves)
+    return NodeLists([n.id for n in nodes], queue_of, caps, allocs,
+                     [_shared(labels, n.labels) for n in nodes], [n.cpu_load for n in nodes],
+                     [n.cpu_ghz for n in nodes], [_STATES[n.state] for n in nodes], [n.weight for n in nodes],
+                     queues)
 
 
 _PARAMS: dict[str, type[core_params.CommonParams]] = {

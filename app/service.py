@@ -113,7 +113,7 @@ def schedule_data(req: ScheduleRequest, parse_ms: float = 0.0, clusters: Cluster
     examined = version = None
     try:
         if req.cluster_id is None and examine == "all":
-            snapshot, jobs = snapshot_from_wire(req, check_snapshot(req, scanned))
+            snapshot, jobs = snapshot_from_wire(req, check_snapshot(req, scanned), columns=True)
         elif examine == "all":
             version, snapshot, jobs = _cached_whole(_needs(clusters), _key(tenant, req.cluster_id), req)
         else:

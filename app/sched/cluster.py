@@ -3,21 +3,23 @@ slice, in node order (lower weight first, then id). When some node serves severa
 (overlapping partitions), nodes are sorted by (weight, id) and each queue is an index array instead.
 
 Built once per decision from the records, unless the snapshot carries them already as `NodeColumns`
-(a caller deciding many times over one machine keeps those current in place). Eligibility
+(a caller deciding many times over one machine keeps those current in place; POST /schedule makes
+them from the wire's nodes, `NodeLists`, without a record per node). Eligibility
 (queue + required labels) is cached per key, so a pass looks at a job's queue slice (a view, no
 copy) and never at the whole cluster.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
+from typing import overload
 
 import numpy as np
 
-from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, WholeCluster, Window
+from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster, Window
 from app.sched.running import RunningColumns
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
@@ -102,7 +104,7 @@ class NodeColumns:
         ids = [n.id for n in nodes]
         pos = {nid: i for i, nid in enumerate(ids)}
         queue_of = [n.queue for n in nodes]
-        serves = [n.serves for n in nodes]
+        serves = [n.queues or (n.queue,) for n in nodes]  # `Node.serves`, without a call per node
         return cls(
             ids=ids,
             pos=pos,
@@ -117,6 +119,79 @@ class NodeColumns:
             held=_held(running, pos),
             serves=serves,
         )
+
+
+    @classmethod
+    def of_lists(cls, nodes: NodeLists, running: Sequence[RunningJob]) -> NodeColumns:
+        """`of` for nodes given as lists (`NodeLists`), without their records: the same columns."""
+        overlap = any(nodes.queues)
+        by = (nodes.weights, nodes.ids) if overlap else (nodes.queue_of, nodes.weights, nodes.ids)
+        keys = list(zip(*by, strict=True))
+        order = sorted(range(len(keys)), key=keys.__getitem__)  # `of`'s order: stable, by the same keys
+        ids = [nodes.ids[i] for i in order]
+        pos = {nid: i for i, nid in enumerate(ids)}
+        queue_of = [nodes.queue_of[i] for i in order]
+        serves = [nodes.queues[i] or (q,) for i, q in zip(order, queue_of, strict=True)]
+        states, up = nodes.states, NodeState.UP
+        return cls(
+            ids=ids,
+            pos=pos,
+            queue_of=queue_of,
+            labels=[nodes.labels[i] for i in order],
+            queues=_queue_members(serves) if overlap else _queue_slices(queue_of),
+            cap=_triples([nodes.caps[i] for i in order]),
+            alloc=_triples([nodes.allocs[i] for i in order]),
+            usable=np.array([states[i] == up for i in order], dtype=bool),
+            cpu_load=np.array([nodes.cpu_load[i] for i in order], dtype=np.float64),
+            cpu_ghz=np.array([nodes.cpu_ghz[i] for i in order], dtype=np.float64),
+            held=_held(running, pos),
+            serves=serves,
+        )
+
+
+class NodeLists(Sequence[Node]):
+    """Nodes as one list per field (`Node`'s), in the order given, read as `Node` records made on
+    first use. A caller that has the fields without records (POST /schedule's wire nodes) gives
+    these as the snapshot's nodes, and `NodeColumns.of_lists` of them as its columns: a decision
+    then makes no record per node."""
+
+    __slots__ = ("ids", "queue_of", "caps", "allocs", "labels", "cpu_load", "cpu_ghz", "states", "weights",
+                 "queues", "_records")
+
+    def __init__(self, ids: list[str], queue_of: list[str], caps: list[Triple], allocs: list[Triple],
+                 labels: list[frozenset[str]], cpu_load: list[float], cpu_ghz: list[float],
+                 states: list[NodeState], weights: list[int], queues: list[tuple[str, ...]]) -> None:
+        self.ids, self.queue_of, self.caps, self.allocs, self.labels = ids, queue_of, caps, allocs, labels
+        self.cpu_load, self.cpu_ghz, self.states, self.weights, self.queues = (cpu_load, cpu_ghz, states,
+                                                                               weights, queues)
+        self._records: tuple[Node, ...] | None = None
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, k: int) -> Node: ...
+    @overload
+    def __getitem__(self, k: slice) -> tuple[Node, ...]: ...
+    def __getitem__(self, k: int | slice) -> Node | tuple[Node, ...]:
+        return self.records()[k]
+
+    def __iter__(self) -> Iterator[Node]:
+        return iter(self.records())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return self.records() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self.records())
+
+    def records(self) -> tuple[Node, ...]:
+        if self._records is None:
+            self._records = tuple(map(Node, self.ids, self.queue_of, self.caps, self.allocs, self.labels,
+                                      self.cpu_load, self.cpu_ghz, self.states, self.weights, self.queues))
+        return self._records
 
 
 def _triples(rows: list[tuple[int, int, int]]) -> np.ndarray:

@@ -33,6 +33,7 @@ from app.sched.timeline import HEAD_COLUMNS, Profile, align_up, release_times
 
 MAX_INSTANTS_TRIED = 16  # candidate common starts tried for a multi-node job before the sure one
 CHUNK = 256  # most jobs the loop looks at between two readings of a budget's clock
+_START, _BACKFILL, _RESERVED, _NOT_EVALUATED = k.START, k.BACKFILL, k.RESERVED, k.NOT_EVALUATED
 SELECTOR_CODES = {"first_fit": k.FIRST_FIT, "least_load": k.LEAST_LOAD, "evaluation": k.EVALUATION,
                   "fragment": k.FRAGMENT}
 
@@ -208,12 +209,22 @@ class CorePass:
 
     def _never(self, jobs: Sequence[Job]) -> np.ndarray:
         """Per job, 1 when no eligible node could ever hold it (never_fits), 2 when only nodes down
-        or draining could (node_down), else 0; worked out once per shape."""
-        found: dict[tuple[int, int, int, int, int], int] = {}
-        out = np.zeros(len(jobs), dtype=np.int8)
+        or draining could (node_down), else 0. A job within the least capacity of its eligible
+        nodes, wanting no more of them than are up, is 0 (most jobs: one test for all); the rest are
+        worked out once per shape."""
         cols = self.cols
-        for i, key in enumerate(zip(*(cols[r].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU, k.NODES)),
-                                    strict=True)):
+        out = np.zeros(len(jobs), dtype=np.int8)
+        # per set, what each of the rows CPU, MEM, GPU, NODES of `cols` may be at most: the least
+        # capacity, and the nodes up
+        most = np.array([(c, m, g, up) for c, m, g, _, up in map(self.cluster.least_capacity, self.keys)],
+                        dtype=np.int64).reshape(-1, 4).T
+        fits = (cols[: k.NODES + 1] <= (most if len(self.keys) == 1 else most[:, cols[k.ELIG]])).all(axis=0)
+        if fits.all():
+            return out
+        rest = np.flatnonzero(~fits)
+        found: dict[tuple[int, int, int, int, int], int] = {}
+        shapes = zip(*(cols[r, rest].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU, k.NODES)), strict=True)
+        for i, key in zip(rest.tolist(), shapes, strict=True):
             code = found.get(key)
             if code is None:
                 code = found[key] = self._never_code(*key)
@@ -255,25 +266,27 @@ class CorePass:
 
     # --- the answer -----------------------------------------------------------------------------
     def _result(self) -> PassResult:
+        """The loop's answer as records, each kind in the order the pass looked at the jobs (one plain
+        loop over lists: it runs at every decision, of five jobs or of thousands)."""
         out = PassResult(rows=int(self.counters[k.WORK]), searched=int(self.counters[k.SEARCHED]))
         outcome, self.aux, o_off, o_nodes, self.start_at, seq = self.out[:6]
-        jobs, seq = self.jobs, seq[: self.counters[k.N_SEQ]].tolist()
-        outcome, o_off = outcome.tolist(), o_off.tolist()
+        jobs, now, grain = self.jobs, self.now, self.grain
+        seq, outcome = seq[: self.counters[k.N_SEQ]].tolist(), outcome.tolist()
+        elig = self.cols[k.ELIG].tolist()
+        spans = _spans(o_off, o_nodes, self.cluster.ids)
         blocked = (Reason.blocked_by_reservation, _blocked_detail(self.profile.any_window))
         looked: set[int] = set()
         for j in seq:
             job, code = jobs[j], outcome[j]
-            if code != k.NOT_EVALUATED:
-                looked.add(int(self.cols[k.ELIG, j]))
-            if code in (k.START, k.BACKFILL):
-                kind = StartKind.BACKFILL if code == k.BACKFILL else StartKind.START
-                ids = self._ids(o_nodes[o_off[j] : o_off[j + 1]])
-                out.starts.append(Start(job.id, ids, kind, job.queue, self.now + job.walltime_s))
-            elif code == k.RESERVED:
+            if code != _NOT_EVALUATED:
+                looked.add(elig[j])
+            if code == _START or code == _BACKFILL:
+                kind = StartKind.BACKFILL if code == _BACKFILL else StartKind.START
+                out.starts.append(Start(job.id, spans(j), kind, job.queue, now + job.walltime_s))
+            elif code == _RESERVED:
                 start = float(self.start_at[j])
-                ids = self._ids(o_nodes[o_off[j] : o_off[j + 1]])
-                out.reservations.append(Reservation(job.id, ids, job.queue, start,
-                                                    align_up(start + job.walltime_s, self.grain)))
+                out.reservations.append(Reservation(job.id, spans(j), job.queue, start,
+                                                    align_up(start + job.walltime_s, grain)))
             else:
                 reason, detail = self._why(job, code, j, blocked)
                 out.pending.append(Pending(job.id, job.queue, reason, None, detail))
@@ -294,16 +307,22 @@ class CorePass:
         reason = Reason.never_fits if code == k.NEVER_FITS else Reason.node_down
         return reason, never_detail(job, reason)
 
-    def _ids(self, nodes: np.ndarray) -> tuple[str, ...]:
-        ids = self.cluster.ids
-        if len(nodes) <= 1:  # most jobs want one node
-            return (ids[nodes[0]],) if len(nodes) else ()
-        return itemgetter(*nodes.tolist())(ids)  # one C call: a job may hold thousands of nodes
-
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:
     """Index arrays one after another, as one int64 array."""
     return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _spans(o_off: np.ndarray, o_nodes: np.ndarray, ids: list[str]) -> Callable[[int], tuple[str, ...]]:
+    """Job j's nodes, as ids: o_nodes[o_off[j]:o_off[j + 1]] (places the loop filled for j only)."""
+    off, item = o_off.tolist(), o_nodes.item
+
+    def span(j: int) -> tuple[str, ...]:
+        a, b = off[j], off[j + 1]
+        if b - a <= 1:  # most jobs want one node
+            return (ids[item(a)],) if b > a else ()
+        return itemgetter(*o_nodes[a:b].tolist())(ids)  # one C call: a job may hold thousands of nodes
+    return span
 
 
 def _blocked_detail(any_window: bool) -> str:

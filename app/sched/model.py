@@ -146,16 +146,17 @@ class WholeCluster:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     now: float
-    nodes: tuple[Node, ...]
+    nodes: Sequence[Node]  # a tuple, or lists (app.sched.cluster.NodeLists) read as records
     running: Sequence[RunningJob] = ()  # a tuple, or columns (app.sched.running) read as records
     whole: WholeCluster | None = None  # None: `nodes` is the whole cluster
     # the nodes and running holdings as arrays, kept current by a caller that decides many times
-    # over one machine (the replay); when set, it is read instead of `nodes` and `running`'s holdings
+    # over one machine (the replay), or made from the wire's nodes (POST /schedule: `nodes` is then
+    # a `NodeLists`); when set, it is read instead of `nodes` and `running`'s holdings
     columns: NodeColumns | None = None
     windows: tuple[Window, ...] = ()  # nodes they name that the snapshot lacks are left out
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see Pending
 class Start:
     job_id: str
     node_ids: tuple[str, ...]
@@ -164,7 +165,7 @@ class Start:
     expected_end: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # not frozen: see Pending
 class Reservation:
     job_id: str
     node_ids: tuple[str, ...]
@@ -182,9 +183,9 @@ class Migration:
     figures: dict[str, float] = field(default_factory=dict)
 
 
-# Pending and PriorityInfo are not frozen: one of each is made per job at every decision (a replay
-# makes millions), and a frozen dataclass's __init__ costs three times a plain one's. Treat them
-# as read-only all the same.
+# Start, Reservation, Pending and PriorityInfo are not frozen: one of each is made per job at every
+# decision (a replay makes millions), and a frozen dataclass's __init__ costs three times a plain
+# one's. Treat them as read-only all the same (hashed and compared by value as frozen ones are).
 @dataclass(slots=True)
 class Pending:
     job_id: str

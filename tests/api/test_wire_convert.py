@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from app.convert import check_snapshot, snapshot_from_wire
 from app.errors import InputError
+from app.sched.cluster import NodeColumns
 from bench.workload import cluster, pending, production, request_body
 from schemas.schedule import ScheduleRequest
 
@@ -49,3 +51,36 @@ def test_a_node_listed_twice_is_named_and_not_counted() -> None:
     assert [(e.loc, e.type) for e in caught.value.errors] == [
         (("body", "running", 0, "allocation", 1, "node"), "duplicate"),
         (("body", "running", 0, "allocation", 2, "node"), "unknown_node")]
+
+
+@pytest.mark.parametrize("which", ["bench", "production", "no allocated", "shuffled"])
+def test_the_columns_made_from_the_wire_are_those_of_the_records(which: str) -> None:
+    """A decision over the whole snapshot reads columns made from the wire's nodes without records
+    (`NodeColumns.of_lists`): they are `NodeColumns.of` of the records, field for field (order of
+    the nodes, queues as slices or index arrays, holdings), and the records read back are the same."""
+    snap, jobs = production(150, 50) if which == "production" else (cluster(150), pending(50))
+    body = request_body(snap, jobs, "easy")
+    if which == "no allocated":
+        for n in body["nodes"]:
+            del n["allocated"]
+    if which == "shuffled":  # input order is not the columns' order; equal weights decide by id
+        body["nodes"] = body["nodes"][::-1]
+        for k, n in enumerate(body["nodes"]):
+            n["weight"] = k % 3
+    req = ScheduleRequest.model_validate_json(json.dumps(body), strict=True)
+    plain, _ = snapshot_from_wire(req, check_snapshot(req))
+    got, _ = snapshot_from_wire(req, check_snapshot(req), columns=True)
+    assert got.columns is not None and plain.columns is None
+    want = NodeColumns.of(plain.nodes, plain.running)
+    for name in ("ids", "pos", "queue_of", "labels", "serves"):
+        assert getattr(got.columns, name) == getattr(want, name), name
+    assert got.columns.queues.keys() == want.queues.keys()
+    every = np.arange(len(want.ids))
+    for q, where in want.queues.items():
+        assert isinstance(got.columns.queues[q], slice) == isinstance(where, slice)
+        assert np.array_equal(every[got.columns.queues[q]], every[where])
+    for name in ("cap", "alloc", "usable", "cpu_load", "cpu_ghz"):
+        assert np.array_equal(getattr(got.columns, name), getattr(want, name)), name
+    for a, b in zip(got.columns.held, want.held, strict=True):
+        assert np.array_equal(a, b)
+    assert len(got.nodes) == len(plain.nodes) and got.nodes == plain.nodes and tuple(got.nodes) == plain.nodes
