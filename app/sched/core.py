@@ -124,7 +124,7 @@ class CorePass:
         cpu_part = (1.0 - cluster.cpu_load) * cluster.cpu_ghz
         room = cluster.cap.copy()  # (no booking's room known yet: `core_kernel._clear_by_bookings`)
         self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part, room)
-        self.counters = np.zeros(7, dtype=np.int64)
+        self.counters = np.zeros(8, dtype=np.int64)
         self.counters[k.WIDTH], self.counters[k.ANY_BOOKING] = width, p.any_booking
         self.counters[k.ANY_WINDOW] = p.any_window
         self._job_columns(jobs)
@@ -180,7 +180,8 @@ class CorePass:
         k.build_trees(free, e_off, e_rank, t_off, t_size, tree)
         n_sets = len(self.keys)
         return (e_off, e_nodes, e_rank, t_off, t_size, tree, m_off, m_set, m_pos,
-                np.zeros((n_sets, k.FRONTIER, 4), dtype=np.int64), np.zeros(n_sets, dtype=np.int64))
+                np.zeros((n_sets, k.FRONTIER, 4), dtype=np.int64), np.zeros(n_sets, dtype=np.int64),
+                np.zeros((n_sets, k.FRONTIER, 7)), np.zeros(n_sets, dtype=np.int64))
 
     def _layout(self) -> tuple[np.ndarray, ...]:
         """Each eligible set's nodes in node order (`e_nodes`) and in the selector's fixed order

@@ -25,7 +25,10 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
   none has is told at the root;
 - per eligible set, a few demands that found too few nodes free now (`FRONTIER`): free only
   shrinks during a pass, so a job asking at least as much of every resource, for more nodes than
-  that, cannot start now either.
+  that, cannot start now either;
+- per eligible set, a few demands that found too few nodes clear of bookings until their release
+  (`bl`): bookings only grow, so a job of that demand released no earlier, for more nodes than
+  that, cannot start either, and with no start since it finds as many nodes free now.
 
 Each shortcut gives the answer the plain pass gives, and the reference tests hold it to that. The
 pass counts the node rows its walks touch (`WORK`), which tests/sched/test_work_bound.py bounds, and
@@ -33,7 +36,7 @@ the nodes its reservation searches are handed (`SEARCHED`: every eligible node o
 
 The arguments come bundled, each a tuple the caller builds once per decision (see `core.CorePass`):
 `nodes` (free, cap, first_booking, booked, cpu_part, room); `sets` (e_off, e_nodes, e_rank, t_off,
-t_size, tree, m_off, m_set, m_pos, fr, fr_n); `jobs` (cols, walltime, may, never, promise, p_off,
+t_size, tree, m_off, m_set, m_pos, fr, fr_n, bl, bl_n); `jobs` (cols, walltime, may, never, promise, p_off,
 p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out` (outcome, aux, o_off, o_nodes,
 start_at, seq, left, counters); `how` (rules, coef, selector, now, grain).
 """
@@ -58,8 +61,9 @@ FIRST_FIT, LEAST_LOAD, EVALUATION, FRAGMENT = range(4)
 # instants of a multi-node reservation, instants searched on every node first
 DEPTH, ONE_PER_NODE, STOP_AT_BLOCK, FROM_NOW, TRIES, HEAD = range(6)
 # `counters`: jobs in `seq`, jobs deferred to `left`, node rows the starts' walks touched, the
-# profile's width, anything booked yet, a window ahead taken, nodes handed to reservation searches
-N_SEQ, N_LEFT, WORK, WIDTH, ANY_BOOKING, ANY_WINDOW, SEARCHED = range(7)
+# profile's width, anything booked yet, a window ahead taken, nodes handed to reservation searches,
+# starts made
+N_SEQ, N_LEFT, WORK, WIDTH, ANY_BOOKING, ANY_WINDOW, SEARCHED, STARTS = range(8)
 # rows of `cols` (7, J) int64: each job's demand per node, nodes, whole-node (1), queue, eligible set
 CPU, MEM, GPU, NODES, WHOLE, QUEUE, ELIG = range(7)
 FRONTIER = 32  # demands remembered per eligible set that found too few nodes free now
@@ -186,7 +190,7 @@ def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g:
 @njit(cache=True, nogil=True)
 def _shrunk(free: np.ndarray, sets: tuple, x: int) -> None:
     """Node x's free fell: its leaf in every set it belongs to, and the ranges above it."""
-    _, _, _, t_off, t_size, tree, m_off, m_set, m_pos, _, _ = sets
+    t_off, t_size, tree, m_off, m_set, m_pos = sets[3:9]
     for k in range(m_off[x], m_off[x + 1]):
         e = m_set[k]
         base, i = t_off[e], t_size[e] + m_pos[k]
@@ -214,6 +218,29 @@ def _note_short(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int
     at = fr_n[e] % FRONTIER
     fr[e, at, 0], fr[e, at, 1], fr[e, at, 2], fr[e, at, 3] = c, m, g, count
     fr_n[e] += 1
+
+
+@njit(cache=True, nogil=True)
+def _blocked_known(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: int, n: int, until: float,
+                   starts: int) -> bool:
+    """Whether a job of the same demand, whose release came no later, found fewer than n nodes of set
+    e clear of bookings until it, with no start since (so as many nodes have the demand free now as
+    it found, at least n): bookings only grow and free room only shrinks, so this one finds no more
+    clear, and it is blocked by a booking. (A promise given back empties the memory: `_one`.)"""
+    for i in range(min(bl_n[e], FRONTIER)):
+        if (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and until >= bl[e, i, 3]
+                and n > bl[e, i, 4] and n <= bl[e, i, 5] and bl[e, i, 6] == starts):
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _note_blocked(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: int, until: float, clear: int,
+                  fit: int, starts: int) -> None:
+    at = bl_n[e] % FRONTIER
+    bl[e, at, 0], bl[e, at, 1], bl[e, at, 2], bl[e, at, 3] = c, m, g, until
+    bl[e, at, 4], bl[e, at, 5], bl[e, at, 6] = clear, fit, starts
+    bl_n[e] += 1
 
 
 # --- §1.1: a start -------------------------------------------------------------------------------
@@ -299,7 +326,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     idle now) and keep it until its release clear of every booking; (times, cum, started, whether n
     nodes have it free now, bookings aside)."""
     free, cap, first_booking, _, cpu_part, room = nodes
-    e_off, _, e_rank, t_off, t_size, tree, _, _, _, fr, fr_n = sets
+    e_off, _, e_rank, t_off, t_size, tree, _, _, _, fr, fr_n, bl, bl_n = sets
     cols, walltime = jobs[0], jobs[1]
     _, _, o_off, o_nodes, _, _, _, counters = out
     _, coef, selector, now, grain = how
@@ -308,6 +335,8 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     if not whole and _short_known(fr, fr_n, e, c, m, g, n):
         return times, cum, False, False
     until = release(now + walltime[j], now, grain)
+    if not whole and _blocked_known(bl, bl_n, e, c, m, g, n, until, counters[STARTS]):
+        return times, cum, False, True
     lo, base, size = e_off[e], t_off[e], t_size[e]
     chosen = o_nodes[o_off[j] : o_off[j] + n]
     width = counters[WIDTH]
@@ -347,7 +376,10 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     if k < n:
         if fit < n and not whole:
             _note_short(fr, fr_n, e, c, m, g, fit)
+        elif not whole:
+            _note_blocked(bl, bl_n, e, c, m, g, until, k, fit, counters[STARTS])
         return times, cum, False, fit >= n
+    counters[STARTS] += 1
     d = _need(cols, j, chosen, cap, 1)
     for i in range(n):
         for r in range(3):
@@ -515,10 +547,11 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
     after, in that order). Each job's outcome, nodes (`o_nodes[o_off[j]:]`) and reservation start
     are written, and the jobs in the order they were answered (`seq`). (times, cum, position, jobs
     looked at)."""
-    cols = jobs[0]
-    reserved_in, _, deferred = queues
+    cols, may, never, held = jobs[0], jobs[2], jobs[3], jobs[7]
+    fr, fr_n = sets[9], sets[10]
+    reserved_in, stopped_by, deferred = queues
     outcome, seq, left, counters = out[0], out[5], out[6], out[7]
-    depth = how[0][DEPTH]
+    depth, stop_at_block = how[0][DEPTH], how[0][STOP_AT_BLOCK]
     done = 0
     while pos < len(order) and (done < looks or not evaluate):
         j = order[pos]
@@ -536,6 +569,13 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
             outcome[j] = NOT_EVALUATED
             continue
         done += 1
+        if (cols[WHOLE, j] == 0 and never[j] == 0 and not held[j] and stopped_by[q] < 0
+                and (reserved_in[q] >= depth or not may[j]) and _short_known(
+                    fr, fr_n, cols[ELIG, j], cols[CPU, j], cols[MEM, j], cols[GPU, j], cols[NODES, j])):
+            outcome[j] = SHORT  # `_one`'s answer for a job that can neither start nor reserve, told here:
+            if stop_at_block:  # the call, with its bundles, costs several times the test
+                stopped_by[q] = j
+            continue
         times, cum = _one(j, q, times, cum, nodes, sets, jobs, queues, out, how)
     return times, cum, pos, done
 
@@ -562,6 +602,7 @@ def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets:
         for x in chosen:  # (the room its slot left is no longer sure)
             for r in range(3):
                 room[r, x] = cap[r, x]
+        sets[12][:] = 0  # (nor what found too few nodes clear)
     if never[j] != 0:
         outcome[j] = NEVER_FITS if never[j] == 1 else NODE_DOWN
         return times, cum
