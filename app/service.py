@@ -243,7 +243,8 @@ def simulate(req: SimulateRequest, limits: SimLimits, parse_ms: float = 0.0,
     flag = StopFlag()
     try:
         with _watched(flag, stop, limits.max_seconds):
-            result = replay(w, name, params, predict=req.predict_runtimes, stop=flag)
+            result = replay(w, name, params, predict=req.predict_runtimes, stop=flag,
+                            correction=req.correction)
     except ReplayStopped as exc:
         if exc.reason == "time":
             raise ReplayTooLongError(

@@ -85,6 +85,11 @@ class SimulateRequest(Strict):
     predict_runtimes: bool = Field(
         False, description="tell the scheduler predicted run times (the request scaled by the mean of the "
         "user's last two run/request ratios, at most the request) instead of the requests")
+    correction: Literal["request", "stepwise"] = Field(
+        "request", description="with predicted run times, what a job still running when its prediction "
+        "is up is told: its request, or `stepwise`: its told time plus the next step of a ladder (1 min, "
+        "5 min, 15 min, 30 min, 1 h, 2 h, 5 h, 10 h, 20 h, 50 h, 100 h), at most its request, again each "
+        "time that is up (Tsafrir, Etsion & Feitelson 2007)")
 
 
 class SimulateResponse(BaseModel):

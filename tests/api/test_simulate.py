@@ -82,6 +82,22 @@ def test_predicted_runtimes_over_http(client: Client) -> None:
     assert any("last two" in n for n in told[1]["notes"])
 
 
+def test_the_stepwise_correction_over_http(client: Client) -> None:
+    """`correction` reaches the replay: the hand trace of tests/sim/test_cli's stepwise test, J4
+    backfills when J2's overrun is corrected to its request, waits when stepwise; an unknown
+    correction is a 422 naming the field."""
+    from tests.sim.test_predicted import swf
+
+    trace = swf((0, 10, 1, 1000, 1), (20, 500, 1, 1000, 1), (25, 100, 2, 100, 2), (40, 200, 1, 200, 3))
+    easy = {"name": "easy", "params": {"time_grain_s": 1}}
+    body = {"swf": trace.decode(), "machine": {"nodes": 2}, "policy": easy, "predict_runtimes": True}
+    waits = {c: client.post("/simulate", json={**body, "correction": c}).json()["metrics"]["wait_mean"]
+             for c in ("request", "stepwise")}
+    assert waits == {"request": (0 + 0 + 495 + 0) / 4, "stepwise": (0 + 0 + 495 + 580) / 4}
+    r = client.post("/simulate", json={**body, "correction": "gradual"})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"][-1] == "correction", r.text
+
+
 def test_bad_splits_are_422(client: Client) -> None:
     from tests.sim.test_queues import HAND as QUEUED
 
