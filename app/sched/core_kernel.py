@@ -161,12 +161,7 @@ def build_trees(free: np.ndarray, e_off: np.ndarray, e_rank: np.ndarray, t_off: 
                 tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
 
 
-@njit(cache=True, nogil=True)
-def _covers_at(tree: np.ndarray, i: int, c: int, m: int, g: int) -> bool:
-    return tree[0, i] >= c and (m == 0 or tree[1, i] >= m) and (g == 0 or tree[2, i] >= g)
-
-
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g: int) -> int:
     """The first place at or after p whose node has (c, m, g) free now (-1: none): the ranges in
     order from leaf p on, left to right, entering one only where its most covers the demand. The
@@ -176,7 +171,8 @@ def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g:
         return -1
     i = size + p
     while True:
-        while not _covers_at(tree, base + i, c, m, g):
+        while not (tree[0, base + i] >= c and (m == 0 or tree[1, base + i] >= m)
+                   and (g == 0 or tree[2, base + i] >= g)):  # (no call in here: see `_clear_by_bookings`)
             while i & 1:  # a right child: its parent's range is done too
                 i >>= 1
             if i == 0:
@@ -203,11 +199,11 @@ def _shrunk(free: np.ndarray, sets: tuple, x: int) -> None:
             i >>= 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _short_known(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int, n: int) -> bool:
     """Whether a demand at most (c, m, g) found fewer than n nodes of set e free now earlier in the
     pass: free only shrinks, so this one finds no more."""
-    for i in range(min(fr_n[e], FRONTIER)):
+    for i in range(fr_n[e]):
         if c >= fr[e, i, 0] and m >= fr[e, i, 1] and g >= fr[e, i, 2] and n > fr[e, i, 3]:
             return True
     return False
@@ -215,21 +211,38 @@ def _short_known(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: in
 
 @njit(cache=True, nogil=True)
 def _note_short(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int, count: int) -> None:
-    at = fr_n[e] % FRONTIER
-    fr[e, at, 0], fr[e, at, 1], fr[e, at, 2], fr[e, at, 3] = c, m, g, count
-    fr_n[e] += 1
+    """Remember that (c, m, g) found `count` nodes of set e free now, unless an entry tells as much
+    (it asks no more of any resource and found no more nodes); the entries this one tells more than
+    go, so the memory holds none that another covers (on a queue of one shape, one entry); when it
+    is full the oldest goes."""
+    for i in range(fr_n[e]):
+        if fr[e, i, 0] <= c and fr[e, i, 1] <= m and fr[e, i, 2] <= g and fr[e, i, 3] <= count:
+            return
+    kept = 0
+    for i in range(fr_n[e]):
+        if not (c <= fr[e, i, 0] and m <= fr[e, i, 1] and g <= fr[e, i, 2] and count <= fr[e, i, 3]):
+            fr[e, kept, :] = fr[e, i, :]
+            kept += 1
+    if kept == FRONTIER:
+        fr[e, : kept - 1, :] = fr[e, 1:kept, :]
+        kept -= 1
+    fr[e, kept, 0], fr[e, kept, 1], fr[e, kept, 2], fr[e, kept, 3] = c, m, g, count
+    fr_n[e] = kept + 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _blocked_known(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: int, n: int, until: float,
                    starts: int) -> bool:
     """Whether a job of the same demand, whose release came no later, found fewer than n nodes of set
     e clear of bookings until it, with no start since (so as many nodes have the demand free now as
     it found, at least n): bookings only grow and free room only shrinks, so this one finds no more
-    clear, and it is blocked by a booking. (A promise given back empties the memory: `_one`.)"""
-    for i in range(min(bl_n[e], FRONTIER)):
+    clear, and it is blocked by a booking. (A promise given back empties the memory: `_one`.) The
+    entries are read newest first, up to the first made before the last start."""
+    for i in range(bl_n[e] - 1, -1, -1):
+        if bl[e, i, 6] != starts:
+            return False
         if (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and until >= bl[e, i, 3]
-                and n > bl[e, i, 4] and n <= bl[e, i, 5] and bl[e, i, 6] == starts):
+                and n > bl[e, i, 4] and n <= bl[e, i, 5]):
             return True
     return False
 
@@ -237,10 +250,40 @@ def _blocked_known(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: 
 @njit(cache=True, nogil=True)
 def _note_blocked(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: int, until: float, clear: int,
                   fit: int, starts: int) -> None:
-    at = bl_n[e] % FRONTIER
-    bl[e, at, 0], bl[e, at, 1], bl[e, at, 2], bl[e, at, 3] = c, m, g, until
-    bl[e, at, 4], bl[e, at, 5], bl[e, at, 6] = clear, fit, starts
-    bl_n[e] += 1
+    """Remember that (c, m, g) found `clear` nodes of set e clear until `until`, `fit` free now, as
+    of the `starts`-th start: the memory is emptied once a start makes it stale, and holds no entry
+    another of its demand covers (released no later, found no more clear); when full the oldest goes."""
+    if bl_n[e] and bl[e, bl_n[e] - 1, 6] != starts:
+        bl_n[e] = 0
+    for i in range(bl_n[e]):
+        if (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and bl[e, i, 3] <= until
+                and bl[e, i, 4] <= clear):
+            return
+    kept = 0
+    for i in range(bl_n[e]):
+        if not (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and until <= bl[e, i, 3]
+                and clear <= bl[e, i, 4]):
+            bl[e, kept, :] = bl[e, i, :]
+            kept += 1
+    if kept == FRONTIER:
+        bl[e, : kept - 1, :] = bl[e, 1:kept, :]
+        kept -= 1
+    bl[e, kept, 0], bl[e, kept, 1], bl[e, kept, 2], bl[e, kept, 3] = c, m, g, until
+    bl[e, kept, 4], bl[e, kept, 5], bl[e, kept, 6] = clear, fit, starts
+    bl_n[e] = kept + 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _known(j: int, cols: np.ndarray, walltime: np.ndarray, fr: np.ndarray, fr_n: np.ndarray, bl: np.ndarray,
+           bl_n: np.ndarray, starts: int, now: float, grain: int) -> int:
+    """SHORT or BLOCKED where the memories tell job j (not whole-node) cannot start, as `_start`
+    asks them; else LOOKING."""
+    e, c, m, g, n = cols[ELIG, j], cols[CPU, j], cols[MEM, j], cols[GPU, j], cols[NODES, j]
+    if _short_known(fr, fr_n, e, c, m, g, n):
+        return SHORT
+    if _blocked_known(bl, bl_n, e, c, m, g, n, release(now + walltime[j], now, grain), starts):
+        return BLOCKED
+    return LOOKING
 
 
 # --- §1.1: a start -------------------------------------------------------------------------------
@@ -282,7 +325,7 @@ def _share(cap: int, after: int) -> tuple[float, float, int]:
     return (cap - after) / cap, after / cap, 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _clear_by_bookings(first_booking: np.ndarray, cap: np.ndarray, room: np.ndarray, x: int, c: int, m: int,
                        g: int, whole: bool, release: float) -> int:
     """Whether node x keeps the job's demand (whole: its capacity) free until `release` without
@@ -310,7 +353,7 @@ def _holds(times: np.ndarray, cum: np.ndarray, width: int, cap: np.ndarray, x: i
     return kernels.holds(times, cum, x, (c, m, g), m > 0, g > 0, now, release, width)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _able(free: np.ndarray, cap: np.ndarray, x: int, c: int, m: int, g: int, whole: bool) -> bool:
     """Whether node x has the demand free now (whole: could hold it, and is idle now)."""
     if whole:
@@ -547,11 +590,12 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
     after, in that order). Each job's outcome, nodes (`o_nodes[o_off[j]:]`) and reservation start
     are written, and the jobs in the order they were answered (`seq`). (times, cum, position, jobs
     looked at)."""
-    cols, may, never, held = jobs[0], jobs[2], jobs[3], jobs[7]
-    fr, fr_n = sets[9], sets[10]
+    cols, walltime, may, never, held = jobs[0], jobs[1], jobs[2], jobs[3], jobs[7]
+    fr, fr_n, bl, bl_n = sets[9], sets[10], sets[11], sets[12]
     reserved_in, stopped_by, deferred = queues
     outcome, seq, left, counters = out[0], out[5], out[6], out[7]
     depth, stop_at_block = how[0][DEPTH], how[0][STOP_AT_BLOCK]
+    now, grain = how[3], how[4]
     done = 0
     while pos < len(order) and (done < looks or not evaluate):
         j = order[pos]
@@ -570,12 +614,15 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
             continue
         done += 1
         if (cols[WHOLE, j] == 0 and never[j] == 0 and not held[j] and stopped_by[q] < 0
-                and (reserved_in[q] >= depth or not may[j]) and _short_known(
-                    fr, fr_n, cols[ELIG, j], cols[CPU, j], cols[MEM, j], cols[GPU, j], cols[NODES, j])):
-            outcome[j] = SHORT  # `_one`'s answer for a job that can neither start nor reserve, told here:
-            if stop_at_block:  # the call, with its bundles, costs several times the test
-                stopped_by[q] = j
-            continue
+                and (reserved_in[q] >= depth or not may[j])):
+            # a job that cannot reserve, known short or blocked: `_one`'s answer told here (the call,
+            # which hands over every array of the pass, costs several times the test)
+            known = _known(j, cols, walltime, fr, fr_n, bl, bl_n, counters[STARTS], now, grain)
+            if known != LOOKING:
+                outcome[j] = known
+                if stop_at_block:
+                    stopped_by[q] = j
+                continue
         times, cum = _one(j, q, times, cum, nodes, sets, jobs, queues, out, how)
     return times, cum, pos, done
 

@@ -51,3 +51,39 @@ def test_the_tree_finds_the_nodes_a_scan_finds(sets, demand, takes) -> None:  # 
             plain = [p for p in range(size) if free[0, lo + p] >= c and (m == 0 or free[1, lo + p] >= m)
                      and (g == 0 or free[2, lo + p] >= g)]
             assert found == plain
+
+
+small = st.integers(0, 3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(notes=st.lists(st.tuples(small, small, small, st.integers(0, 6)), max_size=k.FRONTIER),
+       asks=st.lists(st.tuples(small, small, small, st.integers(1, 8)), min_size=1, max_size=20))
+def test_the_short_memory_answers_as_every_note_would(notes, asks) -> None:  # noqa: ANN001
+    """The memory of demands that found too few nodes free drops the notes another covers; up to its
+    size, it answers every question as the list of all the notes does."""
+    fr, fr_n = np.zeros((1, k.FRONTIER, 4), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    for c, m, g, count in notes:
+        k._note_short(fr, fr_n, 0, c, m, g, count)
+    for c, m, g, n in asks:
+        plain = any(c >= a and m >= b and g >= d and n > found for a, b, d, found in notes)
+        assert k._short_known(fr, fr_n, 0, c, m, g, n) == plain
+
+
+@settings(max_examples=300, deadline=None)
+@given(notes=st.lists(st.tuples(st.integers(0, 1), small, st.integers(0, 4), st.integers(0, 2)),
+                      max_size=k.FRONTIER),
+       asks=st.lists(st.tuples(st.integers(0, 1), small, st.integers(1, 6)), min_size=1, max_size=20))
+def test_the_blocked_memory_answers_as_every_current_note_would(notes, asks) -> None:  # noqa: ANN001
+    """The memory of demands that found too few nodes clear keeps only the notes made since the last
+    start, and drops those another covers; it answers as the list of the current notes does. A note:
+    (demand, release, nodes found clear, starts so far), with 5 nodes free now for every demand."""
+    bl, bl_n = np.zeros((1, k.FRONTIER, 7)), np.zeros(1, dtype=np.int64)
+    starts = 0
+    for c, until, clear, more in sorted(notes, key=lambda x: x[3]):  # the starts only grow
+        starts = more
+        k._note_blocked(bl, bl_n, 0, c, 0, 0, float(until), clear, 5, starts)
+    current = [x for x in notes if x[3] == starts]
+    for c, until, n in asks:
+        plain = any(c == a and until >= u and clear < n <= 5 for a, u, clear, _ in current)
+        assert k._blocked_known(bl, bl_n, 0, c, 0, 0, n, float(until), starts) == plain
