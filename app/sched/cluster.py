@@ -11,15 +11,15 @@ copy) and never at the whole cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
-from typing import overload
 
 import numpy as np
 
 from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, Triple, WholeCluster, Window
+from app.sched.records import LazyRecords
 from app.sched.running import RunningColumns
 
 NEG = -(1 << 40)  # the free amount of a node that must never be given anything
@@ -149,14 +149,14 @@ class NodeColumns:
         )
 
 
-class NodeLists(Sequence[Node]):
+class NodeLists(LazyRecords[Node]):
     """Nodes as one list per field (`Node`'s), in the order given, read as `Node` records made on
     first use. A caller that has the fields without records (POST /schedule's wire nodes) gives
     these as the snapshot's nodes, and `NodeColumns.of_lists` of them as its columns: a decision
     then makes no record per node."""
 
     __slots__ = ("ids", "queue_of", "caps", "allocs", "labels", "cpu_load", "cpu_ghz", "states", "weights",
-                 "queues", "_records")
+                 "queues")
 
     def __init__(self, ids: list[str], queue_of: list[str], caps: list[Triple], allocs: list[Triple],
                  labels: list[frozenset[str]], cpu_load: list[float], cpu_ghz: list[float],
@@ -169,29 +169,9 @@ class NodeLists(Sequence[Node]):
     def __len__(self) -> int:
         return len(self.ids)
 
-    @overload
-    def __getitem__(self, k: int) -> Node: ...
-    @overload
-    def __getitem__(self, k: slice) -> tuple[Node, ...]: ...
-    def __getitem__(self, k: int | slice) -> Node | tuple[Node, ...]:
-        return self.records()[k]
-
-    def __iter__(self) -> Iterator[Node]:
-        return iter(self.records())
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return self.records() == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(self.records())
-
-    def records(self) -> tuple[Node, ...]:
-        if self._records is None:
-            self._records = tuple(map(Node, self.ids, self.queue_of, self.caps, self.allocs, self.labels,
-                                      self.cpu_load, self.cpu_ghz, self.states, self.weights, self.queues))
-        return self._records
+    def _make_records(self) -> tuple[Node, ...]:
+        return tuple(map(Node, self.ids, self.queue_of, self.caps, self.allocs, self.labels, self.cpu_load,
+                         self.cpu_ghz, self.states, self.weights, self.queues))
 
 
 def _triples(rows: list[tuple[int, int, int]]) -> np.ndarray:

@@ -218,16 +218,10 @@ def _note_short(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int
     for i in range(fr_n[e]):
         if fr[e, i, 0] <= c and fr[e, i, 1] <= m and fr[e, i, 2] <= g and fr[e, i, 3] <= count:
             return
-    kept = 0
+    covered = np.empty(fr_n[e], dtype=np.bool_)
     for i in range(fr_n[e]):
-        if not (c <= fr[e, i, 0] and m <= fr[e, i, 1] and g <= fr[e, i, 2] and count <= fr[e, i, 3]):
-            fr[e, kept, :] = fr[e, i, :]
-            kept += 1
-    if kept == FRONTIER:
-        fr[e, : kept - 1, :] = fr[e, 1:kept, :]
-        kept -= 1
-    fr[e, kept, 0], fr[e, kept, 1], fr[e, kept, 2], fr[e, kept, 3] = c, m, g, count
-    fr_n[e] = kept + 1
+        covered[i] = c <= fr[e, i, 0] and m <= fr[e, i, 1] and g <= fr[e, i, 2] and count <= fr[e, i, 3]
+    _remember(fr, fr_n, e, covered, np.array([c, m, g, count], dtype=np.int64))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -259,18 +253,27 @@ def _note_blocked(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: i
         if (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and bl[e, i, 3] <= until
                 and bl[e, i, 4] <= clear):
             return
-    kept = 0
+    covered = np.empty(bl_n[e], dtype=np.bool_)
     for i in range(bl_n[e]):
-        if not (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and until <= bl[e, i, 3]
-                and clear <= bl[e, i, 4]):
-            bl[e, kept, :] = bl[e, i, :]
+        covered[i] = (bl[e, i, 0] == c and bl[e, i, 1] == m and bl[e, i, 2] == g and until <= bl[e, i, 3]
+                      and clear <= bl[e, i, 4])
+    _remember(bl, bl_n, e, covered, np.array([c, m, g, until, clear, fit, starts], dtype=np.float64))
+
+
+@njit(cache=True, nogil=True)
+def _remember(memory: np.ndarray, count: np.ndarray, e: int, covered: np.ndarray, entry: np.ndarray) -> None:
+    """Set e's memory (its first `count[e]` entries) without those `covered` marks, and without its
+    oldest when it is full, then `entry` last."""
+    kept = 0
+    for i in range(count[e]):
+        if not covered[i]:
+            memory[e, kept, :] = memory[e, i, :]
             kept += 1
     if kept == FRONTIER:
-        bl[e, : kept - 1, :] = bl[e, 1:kept, :]
+        memory[e, : kept - 1, :] = memory[e, 1:kept, :]
         kept -= 1
-    bl[e, kept, 0], bl[e, kept, 1], bl[e, kept, 2], bl[e, kept, 3] = c, m, g, until
-    bl[e, kept, 4], bl[e, kept, 5], bl[e, kept, 6] = clear, fit, starts
-    bl_n[e] = kept + 1
+    memory[e, kept, :] = entry
+    count[e] = kept + 1
 
 
 @njit(cache=True, nogil=True, inline="always")

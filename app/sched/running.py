@@ -8,23 +8,22 @@ same `RunningJob` records the wire would have made, built once on first use.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from typing import overload
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from app.sched.model import RunningJob
+from app.sched.records import LazyRecords
 
 Held = tuple[np.ndarray, np.ndarray, np.ndarray]  # node indices, end times, (3, R) amounts
 
 
-class RunningColumns(Sequence[RunningJob]):
+class RunningColumns(LazyRecords[RunningJob]):
     """Running jobs as arrays: job j holds, for each entry a in first[j]:first[j + 1], amounts[a]
     (cpu, mem_mib, gpu) on node node_ids[node_of[a]], from start[j] for walltime[j] seconds.
     `names()` gives (ids, queues), read only when records are wanted."""
 
-    __slots__ = ("node_ids", "first", "node_of", "amounts", "start", "walltime", "migrated", "_names",
-                 "_records")
+    __slots__ = ("node_ids", "first", "node_of", "amounts", "start", "walltime", "migrated", "_names")
 
     def __init__(self, node_ids: Sequence[str], first: np.ndarray, node_of: np.ndarray,
                  amounts: np.ndarray, start: np.ndarray, walltime: np.ndarray, migrated: np.ndarray,
@@ -36,29 +35,6 @@ class RunningColumns(Sequence[RunningJob]):
 
     def __len__(self) -> int:
         return len(self.start)
-
-    @overload
-    def __getitem__(self, k: int) -> RunningJob: ...
-    @overload
-    def __getitem__(self, k: slice) -> tuple[RunningJob, ...]: ...
-    def __getitem__(self, k: int | slice) -> RunningJob | tuple[RunningJob, ...]:
-        return self.records()[k]
-
-    def __iter__(self) -> Iterator[RunningJob]:
-        return iter(self.records())
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence):
-            return NotImplemented
-        return self.records() == tuple(other)
-
-    def __hash__(self) -> int:
-        return hash(self.records())
-
-    def records(self) -> tuple[RunningJob, ...]:
-        if self._records is None:
-            self._records = self._make_records()
-        return self._records
 
     def _make_records(self) -> tuple[RunningJob, ...]:
         ids, queues = self._names()
