@@ -255,6 +255,13 @@ _STATES = {state: NodeState(state.value) for state in WireNodeState}
 
 
 def _node(n: NodeIn, held: dict[str, list[int]], labels: dict[tuple[str, ...], frozenset[str]]) -> Node:
+    return Node(*_node_fields(n, held, labels))
+
+
+def _node_fields(n: NodeIn, held: dict[str, list[int]],
+                 labels: dict[tuple[str, ...], frozenset[str]]) -> tuple[Any, ...]:
+    """A wire node's fields, in `Node`'s order: its allocation as sent, or what the running jobs
+    hold on it."""
     c, a = n.capacity, n.allocated
     if a is not None:
         alloc = (a.cpu, a.mem_mib, a.gpu)
@@ -262,8 +269,8 @@ def _node(n: NodeIn, held: dict[str, list[int]], labels: dict[tuple[str, ...], f
         h = held.get(n.id, (0, 0, 0))
         alloc = (h[0], h[1], h[2])
     queue, queues = n.queue_names() if n.queues else (n.queue, ())
-    return Node(n.id, queue, (c.cpu, c.mem_mib, c.gpu), alloc, _shared(labels, n.labels), n.cpu_load,
-                n.cpu_ghz, _STATES[n.state], n.weight, queues)
+    return (n.id, queue, (c.cpu, c.mem_mib, c.gpu), alloc, _shared(labels, n.labels), n.cpu_load, n.cpu_ghz,
+            _STATES[n.state], n.weight, queues)
 
 
 def _shared(sets: dict[tuple[str, ...], frozenset[str]], labels: list[str]) -> frozenset[str]:
@@ -302,22 +309,9 @@ def snapshot_from_wire(req: ScheduleRequest, checked: Checked,
 def _node_lists(nodes: list[NodeIn], held: dict[str, list[int]],
                 labels: dict[tuple[str, ...], frozenset[str]]) -> NodeLists:
     """`_node`'s fields of every node, one list per field."""
-    caps, allocs, queue_of, queues = [], [], [], []
-    for n in nodes:
-        c, a = n.capacity, n.allocated
-        caps.append((c.cpu, c.mem_mib, c.gpu))
-        if a is not None:
-            allocs.append((a.cpu, a.mem_mib, a.gpu))
-        else:
-            h = held.get(n.id, (0, 0, 0))
-            allocs.append((h[0], h[1], h[2]))
-        queue, serves = n.queue_names() if n.queues else (n.queue, ())
-        queue_of.append(queue)
-        queues.append(serves)
-    return NodeLists([n.id for n in nodes], queue_of, caps, allocs,
-                     [_shared(labels, n.labels) for n in nodes], [n.cpu_load for n in nodes],
-                     [n.cpu_ghz for n in nodes], [_STATES[n.state] for n in nodes], [n.weight for n in nodes],
-                     queues)
+    if not nodes:
+        return NodeLists([], [], [], [], [], [], [], [], [], [])
+    return NodeLists(*map(list, zip(*(_node_fields(n, held, labels) for n in nodes), strict=True)))
 
 
 _PARAMS: dict[str, type[core_params.CommonParams]] = {

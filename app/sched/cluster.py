@@ -101,25 +101,10 @@ class NodeColumns:
             nodes = sorted(nodes, key=lambda n: (n.weight, n.id))
         else:
             nodes = sorted(nodes, key=lambda n: (n.queue, n.weight, n.id))
-        ids = [n.id for n in nodes]
-        pos = {nid: i for i, nid in enumerate(ids)}
-        queue_of = [n.queue for n in nodes]
-        serves = [n.queues or (n.queue,) for n in nodes]  # `Node.serves`, without a call per node
-        return cls(
-            ids=ids,
-            pos=pos,
-            queue_of=queue_of,
-            labels=[n.labels for n in nodes],
-            queues=_queue_members(serves) if overlap else _queue_slices(queue_of),
-            cap=_triples([n.cap for n in nodes]),
-            alloc=_triples([n.alloc for n in nodes]),
-            usable=np.array([n.state == NodeState.UP for n in nodes], dtype=bool),
-            cpu_load=np.array([n.cpu_load for n in nodes], dtype=np.float64),
-            cpu_ghz=np.array([n.cpu_ghz for n in nodes], dtype=np.float64),
-            held=_held(running, pos),
-            serves=serves,
-        )
-
+        return cls._ordered([n.id for n in nodes], [n.queue for n in nodes], [n.queues for n in nodes],
+                            [n.labels for n in nodes], [n.cap for n in nodes], [n.alloc for n in nodes],
+                            [n.state for n in nodes], [n.cpu_load for n in nodes], [n.cpu_ghz for n in nodes],
+                            overlap, running)
 
     @classmethod
     def of_lists(cls, nodes: NodeLists, running: Sequence[RunningJob]) -> NodeColumns:
@@ -128,22 +113,29 @@ class NodeColumns:
         by = (nodes.weights, nodes.ids) if overlap else (nodes.queue_of, nodes.weights, nodes.ids)
         keys = list(zip(*by, strict=True))
         order = sorted(range(len(keys)), key=keys.__getitem__)  # `of`'s order: stable, by the same keys
-        ids = [nodes.ids[i] for i in order]
+        fields = (nodes.ids, nodes.queue_of, nodes.queues, nodes.labels, nodes.caps, nodes.allocs,
+                  nodes.states, nodes.cpu_load, nodes.cpu_ghz)
+        return cls._ordered(*([values[i] for i in order] for values in fields), overlap, running)
+
+    @classmethod
+    def _ordered(cls, ids: list[str], queue_of: list[str], queues: list[tuple[str, ...]],
+                 labels: list[frozenset[str]], caps: list[Triple], allocs: list[Triple],
+                 states: list[NodeState], cpu_load: list[float], cpu_ghz: list[float], overlap: bool,
+                 running: Sequence[RunningJob]) -> NodeColumns:
+        """The columns of nodes given field by field, already in the columns' order."""
         pos = {nid: i for i, nid in enumerate(ids)}
-        queue_of = [nodes.queue_of[i] for i in order]
-        serves = [nodes.queues[i] or (q,) for i, q in zip(order, queue_of, strict=True)]
-        states, up = nodes.states, NodeState.UP
+        serves = [q or (own,) for q, own in zip(queues, queue_of, strict=True)]  # `Node.serves`
         return cls(
             ids=ids,
             pos=pos,
             queue_of=queue_of,
-            labels=[nodes.labels[i] for i in order],
+            labels=labels,
             queues=_queue_members(serves) if overlap else _queue_slices(queue_of),
-            cap=_triples([nodes.caps[i] for i in order]),
-            alloc=_triples([nodes.allocs[i] for i in order]),
-            usable=np.array([states[i] == up for i in order], dtype=bool),
-            cpu_load=np.array([nodes.cpu_load[i] for i in order], dtype=np.float64),
-            cpu_ghz=np.array([nodes.cpu_ghz[i] for i in order], dtype=np.float64),
+            cap=_triples(caps),
+            alloc=_triples(allocs),
+            usable=np.array([state == NodeState.UP for state in states], dtype=bool),
+            cpu_load=np.array(cpu_load, dtype=np.float64),
+            cpu_ghz=np.array(cpu_ghz, dtype=np.float64),
             held=_held(running, pos),
             serves=serves,
         )

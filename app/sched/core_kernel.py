@@ -378,11 +378,11 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     _, coef, selector, now, grain = how
     c, m, g, n, e = cols[CPU, j], cols[MEM, j], cols[GPU, j], cols[NODES, j], cols[ELIG, j]
     whole = cols[WHOLE, j] == 1
-    if not whole and _short_known(fr, fr_n, e, c, m, g, n):
-        return times, cum, False, False
+    if not whole:
+        known = _known(j, cols, walltime, fr, fr_n, bl, bl_n, counters[STARTS], now, grain)
+        if known != LOOKING:
+            return times, cum, False, known == BLOCKED
     until = release(now + walltime[j], now, grain)
-    if not whole and _blocked_known(bl, bl_n, e, c, m, g, n, until, counters[STARTS]):
-        return times, cum, False, True
     lo, base, size = e_off[e], t_off[e], t_size[e]
     chosen = o_nodes[o_off[j] : o_off[j] + n]
     width = counters[WIDTH]
