@@ -125,6 +125,10 @@ def common_params(draw: st.DrawFn) -> dict[str, object]:
         "queue_depth": draw(st.sampled_from([100_000, 100_000, 5])),
         "order": draw(st.sampled_from(["weighted", "fcfs", "sjf", "f1"])),  # priority only
         "backfill_order": draw(st.sampled_from(["priority", "sjf"])),  # priority only
+        # priority only: selective reservation, and the aging term (who may reserve, and the order,
+        # move with the wait)
+        "reserve_xfactor": draw(st.sampled_from([None, None, 1.0, 1.5, 4.0])),
+        "wait_cap_s": draw(st.sampled_from([None, None, 600.0, 7_200.0])),
         "migration": None if mig is None else P.MigrationParams(
             mode=mig, threshold=draw(st.sampled_from([0.3, 0.85])),
             weight=draw(st.sampled_from([0.0, 1.0]))),
