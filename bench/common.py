@@ -53,6 +53,9 @@ def median_ms(fn: Any, repeat: int) -> tuple[float, Any]:
     return statistics.median(times), result
 
 
+STARTUP_S = 300  # as tests/app_server.py
+
+
 class Server:
     """A real uvicorn on a free loopback port, in a thread; stopped by `close()`."""
 
@@ -65,9 +68,14 @@ class Server:
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
         self.thread.start()
-        deadline = time.time() + 20
+        # the app compiles (or loads) its loops before it listens: minutes on a cold numba cache
+        deadline = time.time() + STARTUP_S
         while not self.server.started and time.time() < deadline:
+            if not self.thread.is_alive():
+                raise RuntimeError("the benchmark's server stopped before it listened")
             time.sleep(0.05)
+        if not self.server.started:
+            raise RuntimeError(f"the benchmark's server did not listen within {STARTUP_S} s")
         self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", timeout=300)
 
     def post(self, path: str, raw: bytes) -> dict[str, Any]:
