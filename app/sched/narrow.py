@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from itertools import zip_longest
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -130,7 +131,7 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
     sets = _Sets(source, known, rules)
     wanted: dict[str, int] = defaultdict(lambda: rules.reserve_nodes)
     whole = sum(c.slots for c in found if c.exclusive)
-    for c in found:
+    for c in _taking_turns(found):
         if c.exclusive:
             short = _fill_idle(sets, c, max(whole, math.ceil(c.slots * rules.slack)), rules)
         else:
@@ -145,6 +146,15 @@ def narrow(source: Source, jobs: Sequence[Job], rules: NarrowRules = NarrowRules
     known.read(np.flatnonzero(known.chosen[:known.n]), limited=False)
     out.chosen = {known.ids[s] for s in np.flatnonzero(known.chosen[:known.n] & known.exists[:known.n])}
     return out
+
+
+def _taking_turns(found: list[DemandClass]) -> list[DemandClass]:
+    """The classes, each queue's in turn (its first, then every queue's second, ...): when
+    `max_nodes` is reached, every queue has had its share of the nodes, not the first by name."""
+    turns: dict[str, list[DemandClass]] = defaultdict(list)
+    for c in found:
+        turns[c.queue].append(c)
+    return [c for row in zip_longest(*turns.values()) for c in row if c is not None]
 
 
 class _Known:

@@ -470,3 +470,52 @@ def test_the_index_offers_the_lightest_nodes_first(cache: ClusterCache) -> None:
         assert not [n.id for n in holds if n.weight < heaviest and n.id not in offered]
 
     one()
+
+
+class Counted:
+    """An `IndexSource` that records what the narrowing asks of it."""
+
+    def __init__(self, src: IndexSource) -> None:
+        self.src = src
+        self.asks: dict[tuple, list[tuple[int, int]]] = {}  # type: ignore[type-arg]  # per set: (start, got)
+        self.ids: list[str] = []  # every record asked for
+        self.calls = 0
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        return getattr(self.src, name)
+
+    def pages(self, asks):  # noqa: ANN001, ANN201
+        self.calls += 1
+        got = self.src.pages(asks)
+        for (q, label, place, start, _), page in zip(asks, got, strict=True):
+            self.asks.setdefault((q, label, place), []).append((start, len(page)))
+        return got
+
+    def nodes(self, ids):  # noqa: ANN001, ANN201
+        self.ids += ids
+        return self.src.nodes(ids)
+
+
+def test_the_narrowing_reads_each_member_once_whatever_the_classes(cache: ClusterCache) -> None:
+    """bench/workload.py's queue has thousands of distinct demands: the narrowing asks each sorted
+    set for its members once, each page where the last one ended, each record once, and its page
+    asks grow with the sets and members read, not with classes x nodes chosen (each class used to
+    walk again, from the first member, what earlier classes took)."""
+    from bench.workload import cluster, pending
+
+    snap, jobs = cluster(2_000), pending(3_000)
+    assert len({(j.queue, j.labels, j.demand) for j in jobs}) > 2_000
+    cache.put("t:work", snap.nodes, snap.running)
+
+    def read(tx, k):  # noqa: ANN001, ANN202
+        src = Counted(IndexSource(tx, k))
+        return src, narrow(src, jobs)
+
+    src, found = cache.read("t:work", read)
+    members = sum(got for asks in src.asks.values() for _, got in asks)
+    for asks in src.asks.values():
+        assert [start for start, _ in asks] == [sum(got for _, got in asks[:i]) for i in range(len(asks))]
+    assert len(src.ids) == len(set(src.ids))
+    assert src.calls <= 8 * len(src.asks) + members // 16, (src.calls, len(src.asks), members)
+    assert members <= 2 * found.examined + len(src.asks) * NARROW.page, (members, found.examined)
+    assert len(found.chosen) > 200
