@@ -11,8 +11,9 @@ pass's whole-node jobs need in all. For reservations, the nodes of the running j
 in each queue are added. The pass then runs on those nodes only.
 
 Every sorted set is read once, page after page, as far as some class needed it: a class looks at
-the members already read (their room left, in arrays) at once, and pages on from where the set was
-read to. The work is about (classes + members read), never classes x members read.
+the members already read (their room left, in arrays) in one array operation, and pages on from
+where the set was read to. Pages and records are read in proportion to the members read, the rest
+of the work to the classes and the nodes they take; no class walks again what others took.
 
 Pure: the index is reached through `Source`, which a store implements.
 """
