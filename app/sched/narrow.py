@@ -23,8 +23,8 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from itertools import zip_longest
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Protocol
 
 import numpy as np
