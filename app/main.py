@@ -40,12 +40,17 @@ async def _lifespan(shutdown: ShutdownFlag) -> AsyncIterator[None]:
     (`compiled.warm`), and POST /schedule's scan of the running jobs (`running_scan.warm`): one to two
     minutes of CPU the first time on a machine (see docs/operations.md), under a second from numba's
     cache after; then the shutdown signals watched while the service runs."""
-    await run_in_threadpool(running_scan.warm)
-    await run_in_threadpool(core.warm)
-    await run_in_threadpool(list_kernel.warm)
-    await run_in_threadpool(compiled.warm)
+    await run_in_threadpool(warm)
     async with shutdown_signals(shutdown):
         yield
+
+
+def warm() -> None:
+    """Every compiled loop a request may run, made ready (compiled, or loaded from numba's cache)."""
+    running_scan.warm()
+    core.warm()
+    list_kernel.warm()
+    compiled.warm()
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -4,6 +4,7 @@ redis-server the session starts on a free port (never a Redis it did not start).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ import httpx
 import pytest
 from hypothesis import settings
 
-from app.main import create_app
+from app.main import create_app, warm
 from app.settings import Settings
 from tests.redis_server import BINARY, MISSING, RedisServer
 
@@ -21,11 +22,20 @@ settings.register_profile("ci", max_examples=200, deadline=None)
 settings.load_profile("ci" if __import__("os").environ.get("CI") else "dev")
 
 
+@functools.cache
+def _warm_once() -> None:
+    """The service's compiled loops made ready before a test's first request, as the lifespan does
+    before a server's: on a cold numba cache a request would otherwise compile them inside its
+    decision budget, and run out of it (a pass cut short: `not_evaluated`)."""
+    warm()
+
+
 class Client:
     """A synchronous face on httpx.AsyncClient + ASGITransport (no server thread, real HTTP)."""
 
     def __init__(self, app: Any) -> None:
         self.transport = httpx.ASGITransport(app=app)
+        _warm_once()  # (the transport runs no lifespan, where the service warms its loops)
 
     async def _send(self, method: str, url: str, **kw: Any) -> httpx.Response:
         async with httpx.AsyncClient(transport=self.transport, base_url="http://test") as c:

@@ -243,6 +243,7 @@ class ClusterIndex:
         self._least = cols.least
         self.core_sets = cols.core_sets
         self._members: dict[tuple[str, frozenset[str]], np.ndarray] = {}  # see may_use
+        self._whole_types: dict[tuple[str, frozenset[str]], list[tuple[int, int, int, int, int]]] = {}
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -326,34 +327,44 @@ class ClusterIndex:
 
     def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:
         """(nodes of any state whose capacity holds demand, of those the usable ones)."""
+        any_count, up_count = self.capacity_counts_of(elig, np.array(demand, dtype=np.int64).reshape(3, 1))
+        return int(any_count[0]), int(up_count[0])
+
+    def capacity_counts_of(self, elig: Eligible, demands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`capacity_counts` of each column of `demands` (3, S) at once: the node types (a cluster
+        has few) against every demand, so a queue of thousands of shapes costs one array operation."""
+        types = self._types_of(elig)
+        if not types:
+            zero = np.zeros(demands.shape[1], dtype=np.int64)
+            return zero, zero.copy()
+        cols = np.array(types, dtype=np.int64).T  # (5, T): c, m, g, nodes, usable
+        holds = (cols[:3, :, None] >= demands[:, None, :]).all(axis=0)  # (T, S)
+        return cols[3] @ holds, cols[4] @ holds
+
+    def _types_of(self, elig: Eligible) -> list[tuple[int, int, int, int, int]]:
+        """The eligible node types with their counts (all, usable): the whole cluster's when the
+        snapshot holds only some of its nodes."""
         if self.whole is not None:
-            return _whole_counts(self.whole, elig.key, demand)
+            found = self._whole_types.get(elig.key)
+            if found is None:
+                queue, labels = elig.key
+                found = [(*t.cap, t.nodes, t.up) for t in self.whole.capacity_types
+                         if t.queue == queue and labels <= t.labels]
+                self._whole_types[elig.key] = found
+            return found
         types = self._cap_types.get(elig.key)
         if types is None:
-            types = self._capacity_types(elig)
-            self._cap_types[elig.key] = types
-        c, m, g = demand
-        any_count = up_count = 0
-        for tc, tm, tg, n_any, n_up in types:
-            if tc >= c and tm >= m and tg >= g:
-                any_count += n_any
-                up_count += n_up
-        return any_count, up_count
+            types = self._cap_types[elig.key] = self._capacity_types(elig)
+        return types
 
     def whole_node(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int, int]:
         """The capacity of the smallest eligible node type that holds demand: what a whole-node
         (exclusive) job of that demand takes of each node it runs on. The demand itself when no
         eligible node holds it."""
-        if self.whole is not None:
-            queue, labels = elig.key
-            caps = [t.cap for t in self.whole.capacity_types if t.queue == queue and labels <= t.labels]
-        else:
-            types = self._cap_types.get(elig.key)
-            if types is None:
-                types = self._cap_types[elig.key] = self._capacity_types(elig)
-            caps = [(c, m, g) for c, m, g, _, _ in types]
         c, m, g = demand
-        return min(((tc, tm, tg) for tc, tm, tg in caps if tc >= c and tm >= m and tg >= g), default=demand)
+        holding = [(tc, tm, tg) for tc, tm, tg, _, _ in self._types_of(elig)
+                   if tc >= c and tm >= m and tg >= g]
+        return min(holding, default=demand)
 
     def least_capacity(self, elig: Eligible) -> tuple[int, int, int, int, int]:
         """(c, m, g, nodes, usable): every eligible node's capacity holds (c, m, g) (the least of
@@ -368,10 +379,7 @@ class ClusterIndex:
         return found
 
     def _make_least(self, elig: Eligible) -> tuple[int, int, int, int, int]:
-        types = self._cap_types.get(elig.key)
-        if types is None:
-            types = self._capacity_types(elig)
-            self._cap_types[elig.key] = types
+        types = self._types_of(elig)
         if not types:
             return (-1, -1, -1, 0, 0)
         c, m, g, n_any, n_up = (list(col) for col in zip(*types, strict=True))
@@ -419,12 +427,3 @@ def _unique_capacities(caps: np.ndarray, usable: np.ndarray) -> list[tuple[int, 
         (int(c), int(m), int(g), int(a), int(u))
         for (c, m, g), a, u in zip(uniq.tolist(), any_count, up_count, strict=True)
     ]
-
-
-def _whole_counts(whole: WholeCluster, key: tuple[str, frozenset[str]],
-                  demand: tuple[int, int, int]) -> tuple[int, int]:
-    queue, labels = key
-    c, m, g = demand
-    fit = [t for t in whole.capacity_types
-           if t.queue == queue and labels <= t.labels and t.cap[0] >= c and t.cap[1] >= m and t.cap[2] >= g]
-    return sum(t.nodes for t in fit), sum(t.up for t in fit)

@@ -211,8 +211,8 @@ class CorePass:
     def _never(self, jobs: Sequence[Job]) -> np.ndarray:
         """Per job, 1 when no eligible node could ever hold it (never_fits), 2 when only nodes down
         or draining could (node_down), else 0. A job within the least capacity of its eligible
-        nodes, wanting no more of them than are up, is 0 (most jobs: one test for all); the rest are
-        worked out once per shape."""
+        nodes, wanting no more of them than are up, is 0 (most jobs: one test for all); the rest
+        are counted against their set's node types, a set at a time."""
         cols = self.cols
         out = np.zeros(len(jobs), dtype=np.int8)
         # per set, what each of the rows CPU, MEM, GPU, NODES of `cols` may be at most: the least
@@ -223,22 +223,12 @@ class CorePass:
         if fits.all():
             return out
         rest = np.flatnonzero(~fits)
-        found: dict[tuple[int, int, int, int, int], int] = {}
-        shapes = zip(*(cols[r, rest].tolist() for r in (k.ELIG, k.CPU, k.MEM, k.GPU, k.NODES)), strict=True)
-        for i, key in zip(rest.tolist(), shapes, strict=True):
-            code = found.get(key)
-            if code is None:
-                code = found[key] = self._never_code(*key)
-            out[i] = code
+        for e in np.unique(cols[k.ELIG, rest]).tolist():
+            mine = rest[cols[k.ELIG, rest] == e]
+            holds_any, holds_up = self.cluster.capacity_counts_of(self.keys[e], cols[k.CPU : k.GPU + 1, mine])
+            n = cols[k.NODES, mine]
+            out[mine] = np.where(holds_any < n, 1, np.where(holds_up < n, 2, 0))
         return out
-
-    def _never_code(self, e: int, c: int, m: int, g: int, n: int) -> int:
-        elig = self.keys[e]
-        lc, lm, lg, _, up = self.cluster.least_capacity(elig)
-        if n <= up and c <= lc and m <= lm and g <= lg:
-            return 0  # every eligible node holds d, and n of them are up
-        holds_any, holds_up = self.cluster.capacity_counts(elig, (c, m, g))
-        return 1 if holds_any < n else 2 if holds_up < n else 0
 
     def _promises(self, jobs: Sequence[Job]) -> tuple[np.ndarray, ...]:
         """(promise, p_off, p_nodes, held): each job's promised slot, start and nodes, where it names
