@@ -120,13 +120,14 @@ class CorePass:
         p, cluster, n_jobs = self.profile, self.cluster, len(jobs)
         self.times, self.cum, width = p.matrices()
         free = np.ascontiguousarray(np.stack(p.free), dtype=np.int64)
-        ev = self.evaluation
         cpu_part = (1.0 - cluster.cpu_load) * cluster.cpu_ghz
         room = cluster.cap.copy()  # (no booking's room known yet: `core_kernel._clear_by_bookings`)
         self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part, room)
         self.counters = np.zeros(8, dtype=np.int64)
         self.counters[k.WIDTH], self.counters[k.ANY_BOOKING] = width, p.any_booking
         self.counters[k.ANY_WINDOW] = p.any_window
+        ev = self.evaluation
+        self.coef = np.array([ev.cpu_weight / ev.cpu_ghz_min, ev.ram_weight / ev.ram_min_mib])
         self._job_columns(jobs)
         self.sets = self._eligible_sets(free)
         may = self.rules.may_reserve
@@ -146,8 +147,7 @@ class CorePass:
         r = self.rules
         rules = np.array([min(r.reservation_depth, 1 << 62), r.one_reservation_per_node, r.stop_at_block,
                           r.reserve_from_now, MAX_INSTANTS_TRIED, HEAD_COLUMNS], dtype=np.int64)
-        coef = np.array([ev.cpu_weight / ev.cpu_ghz_min, ev.ram_weight / ev.ram_min_mib])
-        self.how = (rules, coef, self.selector, float(self.now), self.grain)
+        self.how = (rules, self.coef, self.selector, float(self.now), self.grain)
 
     def _job_columns(self, jobs: Sequence[Job]) -> None:
         """`cols` (7, J): each job's demand, nodes, whole-node, queue and eligible set (their
@@ -170,18 +170,27 @@ class CorePass:
 
     def _eligible_sets(self, free: np.ndarray) -> tuple[np.ndarray, ...]:
         """The sets' layout (`_layout`, kept on the cluster's columns: a replay's decisions share
-        it), each set's tree built from what is free now, and an empty frontier per set."""
+        it; under the evaluation selector its order is made here, by what is free now), each set's
+        tree built from what is free now, an empty frontier per set, and an empty list of nodes moved
+        out of the evaluation order (`core_kernel.evaluation_order`)."""
         key = (tuple(e.key for e in self.keys), self.selector)
         layout = self.cluster.core_sets.get(key)
         if layout is None:
             layout = self.cluster.core_sets[key] = self._layout()
         e_off, e_nodes, e_rank, t_off, t_size, m_off, m_set, m_pos = layout
+        n_sets, evaluation = len(self.keys), self.selector == k.EVALUATION
+        m_moved = np.zeros(len(m_set) if evaluation else 0, dtype=np.bool_)
+        if evaluation:  # its order is by what is free now: this decision's own
+            e_rank, m_pos = np.empty_like(e_nodes), np.empty_like(m_pos)
+            k.evaluation_order(free, self.nodes[4], self.coef, e_off, e_nodes, e_rank, m_off, m_set, m_pos,
+                               m_moved)
         tree = np.empty((3, int(2 * t_size.sum())), dtype=np.int64)
         k.build_trees(free, e_off, e_rank, t_off, t_size, tree)
-        n_sets = len(self.keys)
+        moved = np.zeros((n_sets, k.MOVED if evaluation else 0), dtype=np.int64)
         return (e_off, e_nodes, e_rank, t_off, t_size, tree, m_off, m_set, m_pos,
                 np.zeros((n_sets, k.FRONTIER, 4), dtype=np.int64), np.zeros(n_sets, dtype=np.int64),
-                np.zeros((n_sets, k.FRONTIER, 7)), np.zeros(n_sets, dtype=np.int64))
+                np.zeros((n_sets, k.FRONTIER, 7)), np.zeros(n_sets, dtype=np.int64),
+                moved, np.zeros(n_sets, dtype=np.int64), m_moved)
 
     def _layout(self) -> tuple[np.ndarray, ...]:
         """Each eligible set's nodes in node order (`e_nodes`) and in the selector's fixed order

@@ -19,10 +19,11 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
   capacity where unknown: the snapshot's bookings, a promised slot given back): a job that needs
   more than that cannot run past that start;
 - per eligible set (a queue and labels), its nodes in node order and in the selector's order when
-  that order is fixed (first_fit: node order; least_load: by load), and over the latter a tree of
-  the most each range of places has free of each resource (`tree`): the next node with a demand
-  free now is found past the ranges where no node has enough of some resource, and a set where
-  none has is told at the root;
+  that order is fixed (first_fit: node order; least_load: by load; evaluation: by its key at the
+  pass's start, with the nodes whose key has changed since listed apart, `evaluation_order`), and
+  over the latter a tree of the most each range of places has free of each resource (`tree`): the
+  next node with a demand free now is found past the ranges where no node has enough of some
+  resource, and a set where none has is told at the root;
 - per eligible set, a few demands that found too few nodes free now (`FRONTIER`): free only
   shrinks during a pass, so a job asking at least as much of every resource, for more nodes than
   that, cannot start now either;
@@ -36,9 +37,10 @@ the nodes its reservation searches are handed (`SEARCHED`: every eligible node o
 
 The arguments come bundled, each a tuple the caller builds once per decision (see `core.CorePass`):
 `nodes` (free, cap, first_booking, booked, cpu_part, room); `sets` (e_off, e_nodes, e_rank, t_off,
-t_size, tree, m_off, m_set, m_pos, fr, fr_n, bl, bl_n); `jobs` (cols, walltime, may, never, promise, p_off,
-p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out` (outcome, aux, o_off, o_nodes,
-start_at, seq, left, counters); `how` (rules, coef, selector, now, grain).
+t_size, tree, m_off, m_set, m_pos, fr, fr_n, bl, bl_n, mv, mv_n, m_moved); `jobs` (cols, walltime,
+may, never, promise, p_off, p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out`
+(outcome, aux, o_off, o_nodes, start_at, seq, left, counters); `how` (rules, coef, selector, now,
+grain).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ N_SEQ, N_LEFT, WORK, WIDTH, ANY_BOOKING, ANY_WINDOW, SEARCHED, STARTS = range(8)
 CPU, MEM, GPU, NODES, WHOLE, QUEUE, ELIG = range(7)
 FRONTIER = 32  # demands remembered per eligible set that found too few nodes free now
 NEG = -(1 << 40)  # a tree's padding: no demand fits there (as `cluster.NEG`, a node down)
+MOVED = 256  # most nodes a set lists as moved out of its evaluation order before it is made afresh
 
 NO = np.bool_(False)  # (a plain bool, as the kernels are compiled for: see app.sim.compiled)
 _EVERY = np.ones(3, dtype=np.bool_)
@@ -152,13 +155,20 @@ def build_trees(free: np.ndarray, e_off: np.ndarray, e_rank: np.ndarray, t_off: 
     """Each set's tree over its places in `e_rank`: leaf p (at t_size + p) holds what that node has
     free now, an inner node the most of each resource under it; padding leaves hold NEG."""
     for e in range(len(t_size)):
-        base, size, lo = t_off[e], t_size[e], e_off[e]
-        for p in range(size):
-            for r in range(3):
-                tree[r, base + size + p] = free[r, e_rank[lo + p]] if lo + p < e_off[e + 1] else NEG
-        for i in range(size - 1, 0, -1):
-            for r in range(3):
-                tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
+        _build_tree(free, e_off, e_rank, t_off, t_size, tree, e)
+
+
+@njit(cache=True, nogil=True)
+def _build_tree(free: np.ndarray, e_off: np.ndarray, e_rank: np.ndarray, t_off: np.ndarray,
+                t_size: np.ndarray, tree: np.ndarray, e: int) -> None:
+    """Set e's tree (`build_trees`)."""
+    base, size, lo = t_off[e], t_size[e], e_off[e]
+    for p in range(size):
+        for r in range(3):
+            tree[r, base + size + p] = free[r, e_rank[lo + p]] if lo + p < e_off[e + 1] else NEG
+    for i in range(size - 1, 0, -1):
+        for r in range(3):
+            tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -189,14 +199,182 @@ def _shrunk(free: np.ndarray, sets: tuple, x: int) -> None:
     t_off, t_size, tree, m_off, m_set, m_pos = sets[3:9]
     for k in range(m_off[x], m_off[x + 1]):
         e = m_set[k]
-        base, i = t_off[e], t_size[e] + m_pos[k]
+        _leaf(tree, t_off[e], t_size[e] + m_pos[k], free[0, x], free[1, x], free[2, x])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leaf(tree: np.ndarray, base: int, i: int, c: int, m: int, g: int) -> None:
+    """Tree leaf i (counted from the tree's root) holds (c, m, g), and each range above it the most
+    under it."""
+    tree[0, base + i], tree[1, base + i], tree[2, base + i] = c, m, g
+    i >>= 1
+    while i >= 1:
         for r in range(3):
-            tree[r, base + i] = free[r, x]
+            tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
         i >>= 1
-        while i >= 1:
-            for r in range(3):
-                tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
-            i >>= 1
+
+
+# --- the evaluation selector's order --------------------------------------------------------------
+# Its key (`_key`) moves with a node's free memory, which only a start changes. Each set's places
+# (`e_rank`) are its nodes by their key when the order was made, ties in node order, and its tree is
+# over them as for a fixed order; a node whose key has changed since is out of that walk (its leaf
+# NEG, `m_moved`) and on the set's short list of moved nodes (`mv`, `mv_n`), by key now, ties in
+# node order. A start's walk merges the two, so it meets the nodes in the order of every node's key
+# now (a stable sort of them all by key now), and stops at the n-th clear one. A set whose list is
+# full is ordered afresh.
+
+@njit(cache=True, nogil=True, inline="always")
+def _key(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, x: int) -> float:
+    """Node x's evaluation key now: minus its E, the lower the better (`selectors.evaluation`'s,
+    operation for operation)."""
+    return -(coef[0] * cpu_part[x] + coef[1] * max(free[1, x], 0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _before(ka: float, xa: int, kb: float, xb: int) -> bool:
+    """Whether node xa of key ka comes before node xb of key kb in a stable sort by key of nodes in
+    node order (NaN last, as numba's sort has it)."""
+    if ka < kb:
+        return True
+    if kb < ka:
+        return False
+    a_nan, b_nan = np.isnan(ka), np.isnan(kb)
+    if a_nan != b_nan:
+        return b_nan
+    return xa < xb
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _same_key(ka: float, kb: float) -> bool:
+    """Whether two keys sort alike (NaN with NaN)."""
+    return ka == kb or (np.isnan(ka) and np.isnan(kb))
+
+
+@njit(cache=True, nogil=True)
+def evaluation_order(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, e_off: np.ndarray,
+                     e_nodes: np.ndarray, e_rank: np.ndarray, m_off: np.ndarray, m_set: np.ndarray,
+                     m_pos: np.ndarray, m_moved: np.ndarray) -> None:
+    """Each set's nodes (`e_nodes`: node order) by key now into `e_rank`, and each node's place in
+    each set (`m_pos`), none moved."""
+    for e in range(len(e_off) - 1):
+        lo, hi = e_off[e], e_off[e + 1]
+        key = np.empty(hi - lo)
+        for i in range(hi - lo):
+            key[i] = _key(free, cpu_part, coef, e_nodes[lo + i])
+        by_key = np.argsort(key, kind="mergesort")
+        for i in range(hi - lo):
+            e_rank[lo + i] = e_nodes[lo + by_key[i]]
+        _placed(e_off, e_rank, m_off, m_set, m_pos, m_moved, e)
+
+
+@njit(cache=True, nogil=True)
+def _placed(e_off: np.ndarray, e_rank: np.ndarray, m_off: np.ndarray, m_set: np.ndarray, m_pos: np.ndarray,
+            m_moved: np.ndarray, e: int) -> None:
+    """Each node of set e at its place in `e_rank`, not moved."""
+    lo = e_off[e]
+    for p in range(e_off[e + 1] - lo):
+        i = _entry(m_off, m_set, e_rank[lo + p], e)
+        m_pos[i] = p
+        m_moved[i] = False
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _entry(m_off: np.ndarray, m_set: np.ndarray, x: int, e: int) -> int:
+    """Where node x's membership of set e is kept (`m_set`, `m_pos`, `m_moved`)."""
+    i = m_off[x]
+    while m_set[i] != e:
+        i += 1
+    return i
+
+
+@njit(cache=True, nogil=True)
+def _shrunk_evaluated(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, sets: tuple, x: int,
+                      was: float) -> int:
+    """`_shrunk` for the evaluation order: node x's free fell, its key was `was`. In each set it
+    stays at its place if its key did not change and it has not moved; else it leaves its place
+    (leaf NEG) and takes its place by key now in the set's moved list; a set whose list is full is
+    ordered afresh. (Node rows a fresh order touched.)"""
+    e_off, t_off, t_size, tree = sets[0], sets[3], sets[4], sets[5]
+    m_off, m_set, m_pos = sets[6], sets[7], sets[8]
+    mv, mv_n, m_moved = sets[13], sets[14], sets[15]
+    now = _key(free, cpu_part, coef, x)
+    changed = not _same_key(was, now)
+    rows = 0
+    for i in range(m_off[x], m_off[x + 1]):
+        e = m_set[i]
+        leaf = t_size[e] + m_pos[i]
+        if not m_moved[i] and not changed:
+            _leaf(tree, t_off[e], leaf, free[0, x], free[1, x], free[2, x])
+            continue
+        if not changed:
+            continue  # (a moved node of the same key keeps its place in the list)
+        if not m_moved[i]:
+            m_moved[i] = True
+            _leaf(tree, t_off[e], leaf, NEG, NEG, NEG)
+        _relisted(free, cpu_part, coef, mv, mv_n, e, x, now)
+        if mv_n[e] >= _moved_most(e_off[e + 1] - e_off[e]):
+            rows += _reordered(free, cpu_part, coef, sets, e)
+    return rows
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _moved_most(size: int) -> int:
+    """How many moved nodes a set of `size` nodes lists before it is ordered afresh: about twice the
+    root of its size (a walk may read the list, a fresh order reads the set; on the benchmark's
+    10,000 nodes, once the root: 385 k rows, twice: 311 k, half: 571 k)."""
+    return min(MOVED, max(2, int(2 * np.sqrt(size))))
+
+
+@njit(cache=True, nogil=True)
+def _relisted(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, mv: np.ndarray, mv_n: np.ndarray,
+              e: int, x: int, now: float) -> None:
+    """Node x (key `now`) at its place in set e's moved list, by key now then node (out of the place
+    it held there, if any: the others' keys are as they were)."""
+    count = mv_n[e]
+    for i in range(count):
+        if mv[e, i] == x:
+            for j in range(i, count - 1):
+                mv[e, j] = mv[e, j + 1]
+            count -= 1
+            break
+    at = count
+    while at > 0 and _before(now, x, _key(free, cpu_part, coef, mv[e, at - 1]), mv[e, at - 1]):
+        mv[e, at] = mv[e, at - 1]
+        at -= 1
+    mv[e, at] = x
+    mv_n[e] = count + 1
+
+
+@njit(cache=True, nogil=True)
+def _reordered(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, sets: tuple, e: int) -> int:
+    """Set e ordered afresh: the nodes that kept their places merged with its moved list (both by key
+    now, ties in node order), its tree made anew and its list emptied. (Node rows touched.)"""
+    e_off, e_rank, t_off, t_size, tree, m_off, m_set, m_pos = (sets[0], sets[2], sets[3], sets[4], sets[5],
+                                                               sets[6], sets[7], sets[8])
+    mv, mv_n, m_moved = sets[13], sets[14], sets[15]
+    lo, hi = e_off[e], e_off[e + 1]
+    merged = np.empty(hi - lo, dtype=np.int64)
+    q, count, out = 0, mv_n[e], 0
+    for p in range(hi - lo):
+        x = e_rank[lo + p]
+        if m_moved[_entry(m_off, m_set, x, e)]:
+            continue
+        kx = _key(free, cpu_part, coef, x)
+        while q < count and _before(_key(free, cpu_part, coef, mv[e, q]), mv[e, q], kx, x):
+            merged[out] = mv[e, q]
+            out += 1
+            q += 1
+        merged[out] = x
+        out += 1
+    while q < count:
+        merged[out] = mv[e, q]
+        out += 1
+        q += 1
+    e_rank[lo:hi] = merged
+    mv_n[e] = 0
+    _placed(e_off, e_rank, m_off, m_set, m_pos, m_moved, e)
+    _build_tree(free, e_off, e_rank, t_off, t_size, tree, e)
+    return hi - lo
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -292,18 +470,12 @@ def _known(j: int, cols: np.ndarray, walltime: np.ndarray, fr: np.ndarray, fr_n:
 # --- §1.1: a start -------------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _ranked(cand: np.ndarray, free: np.ndarray, cap: np.ndarray, selector: int, cpu_part: np.ndarray,
-            coef: np.ndarray, c: int, m: int, g: int) -> np.ndarray:
-    """`cand` (node order) in the order of a selector whose ranking moves with free (evaluation: the
-    highest E first; fragment: the lowest score after placement, then the least leftover), ties in
-    node order: `Selector.order` over every candidate, computed operation for operation."""
+def _by_fragment(cand: np.ndarray, free: np.ndarray, cap: np.ndarray, c: int, m: int, g: int) -> np.ndarray:
+    """`cand` (node order) in the fragment selector's order, which moves with free and with the
+    demand: the lowest score after placement, then the least leftover, ties in node order:
+    `Selector.order` over every candidate, computed operation for operation."""
     k = len(cand)
     key = np.empty(k)
-    if selector == EVALUATION:
-        for i in range(k):
-            x = cand[i]
-            key[i] = -(coef[0] * cpu_part[x] + coef[1] * max(free[1, x], 0))
-        return cand[np.argsort(key, kind="mergesort")]
     left = np.empty(k)
     for i in range(k):
         x = cand[i]
@@ -372,7 +544,8 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     idle now) and keep it until its release clear of every booking; (times, cum, started, whether n
     nodes have it free now, bookings aside)."""
     free, cap, first_booking, _, cpu_part, room = nodes
-    e_off, _, e_rank, t_off, t_size, tree, _, _, _, fr, fr_n, bl, bl_n = sets
+    e_off, e_rank, t_off, t_size, tree, fr, fr_n, bl, bl_n = (sets[0], sets[2], sets[3], sets[4], sets[5],
+                                                               sets[9], sets[10], sets[11], sets[12])
     cols, walltime = jobs[0], jobs[1]
     _, _, o_off, o_nodes, _, _, _, counters = out
     _, coef, selector, now, grain = how
@@ -401,6 +574,8 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
                     if k == n:
                         break
             p = _next_fit(tree, base, size, p + 1, c, m, g)
+    elif selector == EVALUATION:  # the places by key merged with the moved nodes: stop at n clear
+        fit, k = _walk_evaluation(j, p, times, cum, nodes, sets, jobs, chosen, counters, how, until)
     else:  # every node with it free, ranked
         cand = np.empty(e_off[e + 1] - lo, dtype=np.int64)
         while p >= 0:  # (e_rank is e_nodes here: node order)
@@ -411,7 +586,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
                 fit += 1
             p = _next_fit(tree, base, size, p + 1, c, m, g)
         if fit >= n:
-            for x in _ranked(cand[:fit], free, cap, selector, cpu_part, coef, c, m, g):
+            for x in _by_fragment(cand[:fit], free, cap, c, m, g):
                 counters[WORK] += 1
                 sure = _clear_by_bookings(first_booking, cap, room, x, c, m, g, whole, until)
                 if sure > 0 or (sure == 0 and _holds(times, cum, width, cap, x, c, m, g, whole, now, until)):
@@ -428,11 +603,61 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     counters[STARTS] += 1
     d = _need(cols, j, chosen, cap, 1)
     for i in range(n):
+        x = chosen[i]
+        was = _key(free, cpu_part, coef, x)
         for r in range(3):
-            free[r, chosen[i]] -= d[r, i if whole else 0]
-        _shrunk(free, sets, chosen[i])
+            free[r, x] -= d[r, i if whole else 0]
+        if selector == EVALUATION:
+            counters[WORK] += _shrunk_evaluated(free, cpu_part, coef, sets, x, was)
+        else:
+            _shrunk(free, sets, x)
     times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now)
     return times, cum, True, True
+
+
+@njit(cache=True, nogil=True)
+def _walk_evaluation(j: int, p: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple,
+                     jobs: tuple, chosen: np.ndarray, counters: np.ndarray, how: tuple,
+                     until: float) -> tuple[int, int]:
+    """`_start`'s walk under the evaluation selector, from place p (the first with the demand free
+    now): set e's places (by key, tree-found) merged with its moved nodes (by key now), each with
+    the demand free now taken in that order while it is clear of bookings, until n are. (fit: nodes
+    with it free now, all of them when fewer than n were clear; k: clear nodes, in `chosen`.)"""
+    free, cap, first_booking, _, cpu_part, room = nodes
+    e_off, e_rank, t_off, t_size, tree, mv, mv_n = (sets[0], sets[2], sets[3], sets[4], sets[5], sets[13],
+                                                    sets[14])
+    cols = jobs[0]
+    coef, now = how[1], how[3]
+    c, m, g, n, e = cols[CPU, j], cols[MEM, j], cols[GPU, j], cols[NODES, j], cols[ELIG, j]
+    whole = cols[WHOLE, j] == 1
+    lo, base, size, count = e_off[e], t_off[e], t_size[e], mv_n[e]
+    width = counters[WIDTH]
+    fit, k, q = 0, 0, 0
+    while True:
+        while q < count and not _able(free, cap, mv[e, q], c, m, g, whole):
+            counters[WORK] += 1
+            q += 1
+        if q < count and (p < 0 or _before(_key(free, cpu_part, coef, mv[e, q]), mv[e, q],
+                                           _key(free, cpu_part, coef, e_rank[lo + p]), e_rank[lo + p])):
+            x = mv[e, q]
+            q += 1
+        elif p >= 0:
+            x = e_rank[lo + p]
+            p = _next_fit(tree, base, size, p + 1, c, m, g)
+            if not _able(free, cap, x, c, m, g, whole):
+                counters[WORK] += 1
+                continue
+        else:
+            break
+        counters[WORK] += 1
+        fit += 1
+        sure = _clear_by_bookings(first_booking, cap, room, x, c, m, g, whole, until)
+        if sure > 0 or (sure == 0 and _holds(times, cum, width, cap, x, c, m, g, whole, now, until)):
+            chosen[k] = x
+            k += 1
+            if k == n:
+                break
+    return fit, k
 
 
 # --- §1.3: a reservation -----------------------------------------------------------------------------

@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.sched import core, reference
-from app.sched.model import Job, Node, RunningJob, Snapshot, Window
-from app.sched.params import UNLIMITED
+from app.sched.model import Job, Node, NodeState, RunningJob, Snapshot, Window
+from app.sched.params import UNLIMITED, EvaluationParams
 from app.sched.registry import POLICIES, decide
 from tests.sched.test_contract import params_for
 from tests.strategies import (
@@ -110,6 +110,39 @@ def busy_partition(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
     return Snapshot(NOW, tuple(nodes), tuple(running), windows=tuple(windows)), jobs
 
 
+@st.composite
+def crowded(draw: st.DrawFn) -> tuple[Snapshot, list[Job]]:
+    """Up to 24 nodes of two overlapping queues and two labels (several eligible sets sharing nodes),
+    loads and speeds that tie now and then, and up to 80 jobs of 1-3 nodes, nearly all asking memory:
+    under the evaluation selector each start lowers its nodes' keys, so they leave their sets' orders
+    for the lists of moved nodes, a node moves again, and a full list has its set ordered afresh
+    (`core_kernel._shrunk_evaluated`); the walks merge places and lists."""
+    ids = [f"n{i:02d}" for i in range(draw(st.integers(2, 24)))]
+    cluster = []
+    for i in ids:
+        queues = sorted(draw(st.sets(st.sampled_from(("qa", "qb")), min_size=1)))
+        labels = draw(st.sets(st.sampled_from(("ssd", "bigmem")), max_size=2))
+        cap = (draw(st.sampled_from([4, 16])), draw(st.sampled_from([8192, 16384])), 0)
+        cluster.append(Node(i, queues[0], cap, (0, 0, 0), frozenset(labels),
+                            draw(st.sampled_from([0.0, 0.0, 0.5, 0.9])), draw(st.sampled_from([1.0, 2.0])),
+                            draw(st.sampled_from([NodeState.UP] * 9 + [NodeState.DOWN])),
+                            draw(st.sampled_from([1, 1, 2])), tuple(queues) if len(queues) > 1 else ()))
+    cluster, running = draw(running_on(cluster))
+    jobs = [Job(f"j{k:02d}", draw(st.sampled_from(("qa", "qb"))), NOW - draw(st.integers(0, 5000)),
+                60.0 * draw(st.integers(1, 600)), nodes=draw(st.integers(1, 3)),
+                cpu=draw(st.sampled_from([1, 1, 2, 4])),
+                mem_mib=draw(st.sampled_from([0, 512, 1024, 1024, 3000])),
+                labels=frozenset(draw(st.sets(st.sampled_from(("ssd", "bigmem")), max_size=1))),
+                priority=float(draw(st.integers(0, 9))), exclusive=draw(st.integers(0, 15)) == 0)
+            for k in range(draw(st.integers(1, 80)))]
+    windows = draw(windows_on(cluster))
+    return Snapshot(NOW, tuple(cluster), tuple(running), windows=tuple(windows)), jobs
+
+
+weights = st.builds(EvaluationParams, cpu_weight=st.sampled_from([0.0, 0.6, 1.0]),
+                    ram_weight=st.sampled_from([0.0, 0.4, 1.0]), ram_min_mib=st.sampled_from([1024.0, 7.0]))
+
+
 def check_same(name: str, case: tuple[Snapshot, list[Job]], common: dict[str, object], depth: int | None,
                selector: str, tries: int | None) -> None:
     """The core's decision is the reference's, start for start, reservation for reservation,
@@ -163,3 +196,20 @@ def test_core_decides_as_the_reference_on_a_busy_partition(name, case, depth, se
 def test_core_decides_as_the_reference_on_a_busy_partition_at_length(name, case, depth, selector,  # noqa: ANN001
                                                                      tries) -> None:  # noqa: ANN001
     check_same(name, case, {}, depth, selector, tries)
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@settings(max_examples=20, deadline=None)
+@given(case=crowded(), evaluation=weights, depth=DEPTHS)
+def test_core_decides_as_the_reference_under_evaluation_on_a_crowded_cluster(name, case, evaluation,  # noqa: ANN001
+                                                                             depth) -> None:  # noqa: ANN001
+    check_same(name, case, {"evaluation": evaluation}, depth, "evaluation", None)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(POLICIES))
+@settings(max_examples=300, deadline=None)
+@given(case=crowded(), evaluation=weights, depth=DEPTHS)
+def test_core_decides_as_the_reference_under_evaluation_on_a_crowded_cluster_at_length(  # noqa: ANN201
+        name, case, evaluation, depth) -> None:  # noqa: ANN001
+    check_same(name, case, {"evaluation": evaluation}, depth, "evaluation", None)
