@@ -95,9 +95,11 @@ def room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np
 
 @njit(cache=True, nogil=True)
 def _fold(times: np.ndarray, cum: np.ndarray, counters: np.ndarray, nodes: np.ndarray, t0: float, t1: float,
-          d: np.ndarray, per_node: bool, now: float) -> tuple[np.ndarray, np.ndarray]:
+          d: np.ndarray, per_node: bool, now: float, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Take d from `nodes` over [t0, t1) (`kernels.fold`), logged for the level bounds."""
     times, cum = room(times, cum, counters[WIDTH])
     counters[WIDTH] = kernels.fold(times, cum, nodes, t0, t1, d, per_node, now, counters[WIDTH])
+    kernels.log_fold(bounds, nodes, t0, t1, d, per_node, now)
     return times, cum
 
 
@@ -107,8 +109,8 @@ def _book(times: np.ndarray, cum: np.ndarray, nodes: tuple, chosen: np.ndarray, 
     """Book d on `chosen` over [t0, t1): a reservation or a promised slot. A node's `room` becomes
     what this booking leaves of its capacity where it is now the node's first (the least left
     where it starts with the first)."""
-    _, cap, first_booking, booked, _, room = nodes
-    times, cum = _fold(times, cum, counters, chosen, t0, t1, d, per_node, now)
+    _, cap, first_booking, booked, _, room, bounds = nodes
+    times, cum = _fold(times, cum, counters, chosen, t0, t1, d, per_node, now, bounds)
     for i in range(len(chosen)):
         x = chosen[i]
         booked[x] = True
@@ -371,7 +373,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     """§1.1: start job j on the selector's best n nodes that have its demand free now (whole: are
     idle now) and keep it until its release clear of every booking; (times, cum, started, whether n
     nodes have it free now, bookings aside)."""
-    free, cap, first_booking, _, cpu_part, room = nodes
+    free, cap, first_booking, _, cpu_part, room, bounds = nodes
     e_off, _, e_rank, t_off, t_size, tree, _, _, _, fr, fr_n, bl, bl_n = sets
     cols, walltime = jobs[0], jobs[1]
     _, _, o_off, o_nodes, _, _, _, counters = out
@@ -431,7 +433,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
         for r in range(3):
             free[r, chosen[i]] -= d[r, i if whole else 0]
         _shrunk(free, sets, chosen[i])
-    times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now)
+    times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now, bounds)
     return times, cum, True, True
 
 
@@ -483,16 +485,16 @@ def _common(times: np.ndarray, cum: np.ndarray, elig: np.ndarray, node_times: np
 def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
               counters: np.ndarray, how: tuple) -> tuple[float, np.ndarray]:
     """The earliest instant n eligible nodes all hold job j, and those nodes; (NaN, none) if never."""
-    _, cap, first_booking, booked, _, _ = nodes
+    _, cap, first_booking, booked, _, _, bounds = nodes
     e_off, e_nodes = sets[0], sets[1]
     cols, walltime = jobs[0], jobs[1]
     rules, grain = how[0], how[4]
     e, n, wall = cols[ELIG, j], cols[NODES, j], walltime[j]
     elig = e_nodes[e_off[e] : e_off[e + 1]]
     width, tries, any_booking = counters[WIDTH], rules[TRIES], counters[ANY_BOOKING] == 1
-    counters[SEARCHED] += len(elig)
     one_per_node = rules[ONE_PER_NODE] == 1
     if cols[WHOLE, j] == 1:  # when each node able to hold the demand is idle for the whole run
+        counters[SEARCHED] += len(elig)
         d = _need(cols, j, elig, cap, 1)
         node_times = kernels.earliest(times, cum, elig, d, True, _EVERY, wall, grain, width)
         for i in range(len(elig)):
@@ -505,6 +507,7 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
     d = _need(cols, j, elig[:0], cap, 1)
     check = np.array([True, cols[MEM, j] > 0, cols[GPU, j] > 0])
     if one_per_node:  # booked nodes are out; the others' free only grows, windows aside
+        counters[SEARCHED] += len(elig)
         node_times = kernels.first_cover(times, cum, elig, d, NO, check, width, width)
         for i in range(len(elig)):
             x = elig[i]
@@ -516,10 +519,17 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
         return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
                        any_booking, tries)
     # the first candidate only: `earliest_starts` leaves INF the nodes whose start is past the n-th
-    # best, so a later candidate would miss those that are free by then
-    node_times, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
-                                                  rules[HEAD], first_booking, any_booking, min(1, tries))
+    # best, so a later candidate would miss those that are free by then. The nodes the level bounds
+    # rule out are not searched (`kernels.bound_slot`), where the bounds can say.
+    t, chosen, searched = kernels.bound_slot(times, cum, bounds, elig, d, check, n, wall, grain, width,
+                                             first_booking, any_booking, min(1, tries))
+    if searched < 0:
+        searched = len(elig)
+        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width, rules[HEAD],
+                                             first_booking, any_booking, min(1, tries))
+    counters[SEARCHED] += searched
     if np.isnan(t) and n > 1:  # the later candidates, and the sure start, on every node's earliest start
+        counters[SEARCHED] += len(elig)
         node_times = kernels.earliest(times, cum, elig, d, NO, check, wall, grain, width)
         return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
                        any_booking, tries)
@@ -647,7 +657,7 @@ def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets:
         chosen = p_nodes[p_off[j] : p_off[j + 1]]
         end = np.ceil((promised + walltime[j]) / grain) * grain
         times, cum = _fold(times, cum, counters, chosen, promised, end, _need(cols, j, chosen, cap, -1),
-                           cols[WHOLE, j] == 1, now)
+                           cols[WHOLE, j] == 1, now, nodes[6])
         room = nodes[5]
         for x in chosen:  # (the room its slot left is no longer sure)
             for r in range(3):
