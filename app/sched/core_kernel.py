@@ -32,10 +32,16 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
 
 Each shortcut gives the answer the plain pass gives, and the reference tests hold it to that. The
 pass counts the node rows its walks touch (`WORK`), which tests/sched/test_work_bound.py bounds, and
-the nodes its reservation searches are handed (`SEARCHED`: every eligible node of each, for now).
+the nodes its reservation searches search (`SEARCHED`): those the level bounds do not rule out
+(`profile_kernels.bound_slot`; every eligible node for a whole-node job, under memory_backfill, and for
+a multi-node job's later candidates), which it bounds too.
+
+The level bounds (`nodes[6]`, `profile_kernels.new_bounds`): per demand level, each node's first instant
+with that level free, made the first time a job of that level reserves; each fold logs the nodes it
+changed (`_fold`), and a level reads the log when it is next asked.
 
 The arguments come bundled, each a tuple the caller builds once per decision (see `core.CorePass`):
-`nodes` (free, cap, first_booking, booked, cpu_part, room); `sets` (e_off, e_nodes, e_rank, t_off,
+`nodes` (free, cap, first_booking, booked, cpu_part, room, bounds); `sets` (e_off, e_nodes, e_rank, t_off,
 t_size, tree, m_off, m_set, m_pos, fr, fr_n, bl, bl_n); `jobs` (cols, walltime, may, never, promise, p_off,
 p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out` (outcome, aux, o_off, o_nodes,
 start_at, seq, left, counters); `how` (rules, coef, selector, now, grain).
@@ -525,8 +531,8 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
                                              first_booking, any_booking, min(1, tries))
     if searched < 0:
         searched = len(elig)
-        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width, rules[HEAD],
-                                             first_booking, any_booking, min(1, tries))
+        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
+                                             rules[HEAD], first_booking, any_booking, min(1, tries))
     counters[SEARCHED] += searched
     if np.isnan(t) and n > 1:  # the later candidates, and the sure start, on every node's earliest start
         counters[SEARCHED] += len(elig)

@@ -17,7 +17,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.sched import core_kernel, profile_kernels as kernels
+from app.sched import core_kernel
+from app.sched import profile_kernels as kernels
 
 NOW = 1_000_000.0
 GRAIN = 60
@@ -26,7 +27,7 @@ triple = st.tuples(amount, st.integers(0, 64), st.integers(0, 2))
 at = st.integers(0, 40).map(lambda k: NOW + 30.0 * k)
 fold = st.tuples(st.lists(st.integers(0, 11), min_size=1, max_size=4, unique=True), at, at, triple,
                  st.sampled_from([1, 1, -1]))
-demand = st.one_of(st.sampled_from([(1, 0, 0), (2, 16, 0), (3, 40, 1), (4, 0, 0)]), triple)  # levels asked again
+demand = st.one_of(st.sampled_from([(1, 0, 0), (2, 16, 0), (3, 40, 1), (4, 0, 0)]), triple)  # (asked again)
 ask = st.tuples(demand, st.sampled_from([1e-9, 30.0, 60.0, 300.0, 900.0]),
                 st.lists(st.integers(0, 11), min_size=1, max_size=12, unique=True), st.integers(1, 4),
                 st.booleans())
@@ -49,7 +50,8 @@ def _profile(free: list[tuple[int, int, int]], releases: list[tuple[int, float, 
        steps=st.lists(st.one_of(fold, ask), max_size=14),
        booked=st.lists(st.one_of(at, st.just(math.inf)), min_size=12, max_size=12),
        ring=st.sampled_from([0, 1, 3]))
-def test_the_bound_search_finds_the_plain_search_s_node_and_start(free, releases, steps, booked, ring) -> None:  # noqa: ANN001
+def test_the_bound_search_finds_the_plain_search_s_nodes_and_start(free, releases, steps, booked,  # noqa: ANN001
+                                                                   ring) -> None:  # noqa: ANN001
     times, cum, width = _profile(free, releases)
     n_nodes = times.shape[1]
     bounds = kernels.new_bounds(times, ring)
@@ -70,10 +72,10 @@ def test_the_bound_search_finds_the_plain_search_s_node_and_start(free, releases
         check = np.array([True, m > 0, g > 0])
         width = int(counters[core_kernel.WIDTH]) or width
         any_booking = told or bool(np.isfinite(first_booking).any())  # (none booked: first bookings all INF)
-        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, False, check, wanted, walltime, GRAIN, width, 4,
-                                             first_booking, any_booking, 1)
-        got, nodes, searched = kernels.bound_slot(times, cum, bounds, elig, d, check, wanted, walltime, GRAIN, width,
-                                                  first_booking, any_booking, 1)
+        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, False, check, wanted, walltime, GRAIN,
+                                             width, 4, first_booking, any_booking, 1)
+        got, nodes, searched = kernels.bound_slot(times, cum, bounds, elig, d, check, wanted, walltime, GRAIN,
+                                                  width, first_booking, any_booking, 1)
         if walltime < 1e-3:
             assert searched == -1
             continue
