@@ -538,17 +538,39 @@ def _sync(times: np.ndarray, cum: np.ndarray, bounds: tuple, row: int) -> None:
     synced[row] = state[1]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _start_on(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, i: int, d: np.ndarray, check: np.ndarray,
               walltime: float, grain: int, width: int, first_booking: np.ndarray) -> float:
     """`earliest_starts`' answer for node i of `nodes` where it searches the node: its first instant
-    covering d when no booking starts before the job would end from it, else its exact earliest
-    start."""
-    x = nodes[i]
-    first = first_cover(times, cum, nodes[i : i + 1], d, False, check, width, width)[0]
+    covering d (`first_cover`) when no booking starts before the job would end from it, else its
+    exact earliest start (`earliest`), node by node without an array made."""
+    x, need, mem, gpu = nodes[i], _need(d, 0), check[1], check[2]
+    first = INF
+    for k in range(width):
+        if times[k, x] == INF:
+            break
+        if _covered(cum, k, x, need, mem, gpu):
+            first = times[k, x]
+            break
     if first == INF or first_booking[x] >= np.ceil((first + walltime) / grain) * grain:
         return first
-    return earliest(times, cum, nodes[i : i + 1], d, False, check, walltime, grain, width)[0]
+    k = 0
+    while k < width:  # (`earliest`'s loop, for node x)
+        t = times[k, x]
+        if t == INF:
+            break
+        if walltime > 1e-12 * abs(t) and not _covered(cum, k, x, need, mem, gpu):
+            k += 1
+            continue
+        end = np.ceil((t + walltime) / grain) * grain
+        j = k
+        while j < width and times[j, x] < end and _covered(cum, j, x, need, mem, gpu):
+            j += 1
+        if j < width and times[j, x] < end:
+            k = j + 1
+            continue
+        return t
+    return INF
 
 
 @njit(cache=True, nogil=True)
