@@ -122,7 +122,8 @@ class CorePass:
         free = np.ascontiguousarray(np.stack(p.free), dtype=np.int64)
         cpu_part = (1.0 - cluster.cpu_load) * cluster.cpu_ghz
         room = cluster.cap.copy()  # (no booking's room known yet: `core_kernel._clear_by_bookings`)
-        self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part, room)
+        self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part, room,
+                      profile_kernels.new_bounds(self.times))
         self.counters = np.zeros(8, dtype=np.int64)
         self.counters[k.WIDTH], self.counters[k.ANY_BOOKING] = width, p.any_booking
         self.counters[k.ANY_WINDOW] = p.any_window

@@ -33,13 +33,19 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
 
 Each shortcut gives the answer the plain pass gives, and the reference tests hold it to that. The
 pass counts the node rows its walks touch (`WORK`), which tests/sched/test_work_bound.py bounds, and
-the nodes its reservation searches are handed (`SEARCHED`: every eligible node of each, for now).
+the nodes its reservation searches search (`SEARCHED`): those the level bounds do not rule out
+(`profile_kernels.bound_slot`; every eligible node for a whole-node job, under memory_backfill, and for
+a multi-node job's later candidates), which it bounds too.
+
+The level bounds (`nodes[6]`, `profile_kernels.new_bounds`): per demand level, each node's first instant
+with that level free, made the first time a job of that level reserves; each fold logs the nodes it
+changed (`_fold`), and a level reads the log when it is next asked.
 
 The arguments come bundled, each a tuple the caller builds once per decision (see `core.CorePass`):
-`nodes` (free, cap, first_booking, booked, cpu_part, room); `sets` (e_off, e_nodes, e_rank, t_off,
-t_size, tree, m_off, m_set, m_pos, fr, fr_n, bl, bl_n, mv, mv_n, m_moved); `jobs` (cols, walltime,
-may, never, promise, p_off, p_nodes, held); `queues` (reserved_in, stopped_by, deferred); `out`
-(outcome, aux, o_off, o_nodes, start_at, seq, left, counters); `how` (rules, coef, selector, now,
+`nodes` (free, cap, first_booking, booked, cpu_part, room, bounds); `sets` (e_off, e_nodes, e_rank,
+t_off, t_size, tree, m_off, m_set, m_pos, fr, fr_n, bl, bl_n, mv, mv_n, m_moved); `jobs` (cols,
+walltime, may, never, promise, p_off, p_nodes, held); `queues` (reserved_in, stopped_by, deferred);
+`out` (outcome, aux, o_off, o_nodes, start_at, seq, left, counters); `how` (rules, coef, selector, now,
 grain).
 """
 
@@ -98,9 +104,11 @@ def room(times: np.ndarray, cum: np.ndarray, width: int) -> tuple[np.ndarray, np
 
 @njit(cache=True, nogil=True)
 def _fold(times: np.ndarray, cum: np.ndarray, counters: np.ndarray, nodes: np.ndarray, t0: float, t1: float,
-          d: np.ndarray, per_node: bool, now: float) -> tuple[np.ndarray, np.ndarray]:
+          d: np.ndarray, per_node: bool, now: float, bounds: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """Take d from `nodes` over [t0, t1) (`kernels.fold`), logged for the level bounds."""
     times, cum = room(times, cum, counters[WIDTH])
     counters[WIDTH] = kernels.fold(times, cum, nodes, t0, t1, d, per_node, now, counters[WIDTH])
+    kernels.log_fold(bounds, nodes, t0, t1, d, per_node, now)
     return times, cum
 
 
@@ -110,8 +118,8 @@ def _book(times: np.ndarray, cum: np.ndarray, nodes: tuple, chosen: np.ndarray, 
     """Book d on `chosen` over [t0, t1): a reservation or a promised slot. A node's `room` becomes
     what this booking leaves of its capacity where it is now the node's first (the least left
     where it starts with the first)."""
-    _, cap, first_booking, booked, _, room = nodes
-    times, cum = _fold(times, cum, counters, chosen, t0, t1, d, per_node, now)
+    _, cap, first_booking, booked, _, room, bounds = nodes
+    times, cum = _fold(times, cum, counters, chosen, t0, t1, d, per_node, now, bounds)
     for i in range(len(chosen)):
         x = chosen[i]
         booked[x] = True
@@ -543,7 +551,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
     """§1.1: start job j on the selector's best n nodes that have its demand free now (whole: are
     idle now) and keep it until its release clear of every booking; (times, cum, started, whether n
     nodes have it free now, bookings aside)."""
-    free, cap, first_booking, _, cpu_part, room = nodes
+    free, cap, first_booking, _, cpu_part, room, bounds = nodes
     e_off, e_rank, t_off, t_size, tree, fr, fr_n, bl, bl_n = (sets[0], sets[2], sets[3], sets[4], sets[5],
                                                                sets[9], sets[10], sets[11], sets[12])
     cols, walltime = jobs[0], jobs[1]
@@ -611,7 +619,7 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
             counters[WORK] += _shrunk_evaluated(free, cpu_part, coef, sets, x, was)
         else:
             _shrunk(free, sets, x)
-    times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now)
+    times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now, bounds)
     return times, cum, True, True
 
 
@@ -623,7 +631,7 @@ def _walk_evaluation(j: int, p: int, times: np.ndarray, cum: np.ndarray, nodes: 
     now): set e's places (by key, tree-found) merged with its moved nodes (by key now), each with
     the demand free now taken in that order while it is clear of bookings, until n are. (fit: nodes
     with it free now, all of them when fewer than n were clear; k: clear nodes, in `chosen`.)"""
-    free, cap, first_booking, _, cpu_part, room = nodes
+    free, cap, first_booking, _, cpu_part, room, _ = nodes
     e_off, e_rank, t_off, t_size, tree, mv, mv_n = (sets[0], sets[2], sets[3], sets[4], sets[5], sets[13],
                                                     sets[14])
     cols = jobs[0]
@@ -708,16 +716,16 @@ def _common(times: np.ndarray, cum: np.ndarray, elig: np.ndarray, node_times: np
 def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
               counters: np.ndarray, how: tuple) -> tuple[float, np.ndarray]:
     """The earliest instant n eligible nodes all hold job j, and those nodes; (NaN, none) if never."""
-    _, cap, first_booking, booked, _, _ = nodes
+    _, cap, first_booking, booked, _, _, bounds = nodes
     e_off, e_nodes = sets[0], sets[1]
     cols, walltime = jobs[0], jobs[1]
     rules, grain = how[0], how[4]
     e, n, wall = cols[ELIG, j], cols[NODES, j], walltime[j]
     elig = e_nodes[e_off[e] : e_off[e + 1]]
     width, tries, any_booking = counters[WIDTH], rules[TRIES], counters[ANY_BOOKING] == 1
-    counters[SEARCHED] += len(elig)
     one_per_node = rules[ONE_PER_NODE] == 1
     if cols[WHOLE, j] == 1:  # when each node able to hold the demand is idle for the whole run
+        counters[SEARCHED] += len(elig)
         d = _need(cols, j, elig, cap, 1)
         node_times = kernels.earliest(times, cum, elig, d, True, _EVERY, wall, grain, width)
         for i in range(len(elig)):
@@ -730,6 +738,7 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
     d = _need(cols, j, elig[:0], cap, 1)
     check = np.array([True, cols[MEM, j] > 0, cols[GPU, j] > 0])
     if one_per_node:  # booked nodes are out; the others' free only grows, windows aside
+        counters[SEARCHED] += len(elig)
         node_times = kernels.first_cover(times, cum, elig, d, NO, check, width, width)
         for i in range(len(elig)):
             x = elig[i]
@@ -741,10 +750,17 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
         return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
                        any_booking, tries)
     # the first candidate only: `earliest_starts` leaves INF the nodes whose start is past the n-th
-    # best, so a later candidate would miss those that are free by then
-    node_times, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
-                                                  rules[HEAD], first_booking, any_booking, min(1, tries))
+    # best, so a later candidate would miss those that are free by then. The nodes the level bounds
+    # rule out are not searched (`kernels.bound_slot`), where the bounds can say.
+    t, chosen, searched = kernels.bound_slot(times, cum, bounds, elig, d, check, n, wall, grain, width,
+                                             first_booking, any_booking, min(1, tries))
+    if searched < 0:
+        searched = len(elig)
+        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
+                                             rules[HEAD], first_booking, any_booking, min(1, tries))
+    counters[SEARCHED] += searched
     if np.isnan(t) and n > 1:  # the later candidates, and the sure start, on every node's earliest start
+        counters[SEARCHED] += len(elig)
         node_times = kernels.earliest(times, cum, elig, d, NO, check, wall, grain, width)
         return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
                        any_booking, tries)
@@ -872,7 +888,7 @@ def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets:
         chosen = p_nodes[p_off[j] : p_off[j + 1]]
         end = np.ceil((promised + walltime[j]) / grain) * grain
         times, cum = _fold(times, cum, counters, chosen, promised, end, _need(cols, j, chosen, cap, -1),
-                           cols[WHOLE, j] == 1, now)
+                           cols[WHOLE, j] == 1, now, nodes[6])
         room = nodes[5]
         for x in chosen:  # (the room its slot left is no longer sure)
             for r in range(3):

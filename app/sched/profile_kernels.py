@@ -427,6 +427,233 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
         i, chunk = i + chunk, 2 * chunk
     return out
 
+# --- a one-node reservation's search over level bounds ------------------------------------------------
+#
+# A job on one node reserves the node of its eligible set whose earliest start is least (the first in
+# the set's order on ties: `slot`). `earliest_slot` finds it by searching every node's head; here each
+# node keeps, per demand level, the first of its instants that has that level free (`bounds`): a level
+# at most a job's demand in every resource is free no later than the demand, so a node whose bound is
+# no earlier than the best start found so far cannot be better, and only the nodes that can are
+# searched, each as `earliest_starts` would search it. A level is a demand rounded down to powers of
+# two (memory and gpu not compared where the job asks none); a decision makes a level the first time
+# a job of it reserves, and a fold logs the nodes it changed, which each level reads again when it is
+# next asked.
+
+LEVELS = 128  # levels a decision's bounds hold; past them a search is the plain one
+NOT_COMPARED = -(1 << 62)  # a level's threshold where the job asks none of a resource
+
+
+def new_bounds(times: np.ndarray, ring: int = 0) -> tuple[np.ndarray, ...]:
+    """Empty bounds for a profile of `times`' nodes: (keys (LEVELS, 3): each level's thresholds;
+    first (LEVELS, N): each node's first instant with the level free, INF if none; synced
+    (LEVELS,): how much of the log each level has read (-1: none yet, read every node); log
+    (`ring` (default 2 N), 3): what the folds changed, a ring (`log_fold`); state: [levels made,
+    folds logged]; hi: [the largest magnitude of an instant]). Rows of `first` are written only when
+    a level is made."""
+    n = times.shape[1]
+    finite = times[np.isfinite(times)]
+    hi = np.array([float(np.abs(finite).max()) if len(finite) else 0.0])
+    return (np.zeros((LEVELS, 3), dtype=np.int64), np.empty((LEVELS, n)), np.full(LEVELS, -1, dtype=np.int64),
+            np.empty((ring or max(2 * n, 64), 3)), np.zeros(2, dtype=np.int64), hi)
+
+
+@njit(cache=True, nogil=True)
+def log_fold(bounds: tuple, nodes: np.ndarray, t0: float, t1: float, d: np.ndarray, per_node: bool,
+             now: float) -> None:
+    """A fold took d from `nodes` over [t0, t1) (from instant 0 when t0 is not after now) and may
+    have added the instants t0 and t1: logged per node as (x, from, to) where it only took, so that a
+    level's bound moves only where it lay in that span and only later; as (-x - 1, ...) where it
+    gave, and a level finds the node's bound afresh."""
+    log, state, hi = bounds[3], bounds[4], bounds[5]
+    lo = t0 if t0 > now else -INF
+    for i in range(len(nodes)):
+        col = i if per_node else 0
+        took = d[0, col] >= 0 and d[1, col] >= 0 and d[2, col] >= 0
+        row = state[1] % len(log)
+        log[row, 0] = nodes[i] if took else -nodes[i] - 1
+        log[row, 1], log[row, 2] = lo, t1
+        state[1] += 1
+    hi[0] = max(hi[0], abs(t0), abs(t1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _floor2(v: int) -> int:
+    """The largest power of two at most v (v itself below 1)."""
+    if v < 1:
+        return v
+    p = 1
+    while 2 * p <= v:
+        p *= 2
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _level(bounds: tuple, c: int, m: int, g: int) -> int:
+    """The row of the level under demand (c, m, g), made if new; -1 when every row is taken."""
+    keys, state = bounds[0], bounds[4]
+    lc, lm, lg = _floor2(c), _floor2(m) if m > 0 else NOT_COMPARED, _floor2(g) if g > 0 else NOT_COMPARED
+    for row in range(state[0]):
+        if keys[row, 0] == lc and keys[row, 1] == lm and keys[row, 2] == lg:
+            return row
+    if state[0] == LEVELS:
+        return -1
+    row = state[0]
+    keys[row, 0], keys[row, 1], keys[row, 2] = lc, lm, lg
+    state[0] += 1
+    return row
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _first_with(times: np.ndarray, cum: np.ndarray, x: int, lc: int, lm: int, lg: int, k: int) -> float:
+    """Node x's first instant from its k-th on with (lc, lm, lg) free (INF if none)."""
+    while k < times.shape[0]:
+        t = times[k, x]
+        if t == INF:
+            break
+        if cum[0, k, x] >= lc and cum[1, k, x] >= lm and cum[2, k, x] >= lg:
+            return t
+        k += 1
+    return INF
+
+
+@njit(cache=True, nogil=True)
+def _sync(times: np.ndarray, cum: np.ndarray, bounds: tuple, row: int) -> None:
+    """Level `row`'s bounds brought up to date with the folds logged since it last read the log (every
+    node afresh, if it never did or the ring has turned over since). A fold that only took moves a
+    bound only where it lay in the fold's span, and then later: the node is searched on from there."""
+    keys, first, synced, log, state = bounds[:5]
+    lc, lm, lg = keys[row, 0], keys[row, 1], keys[row, 2]
+    if synced[row] < 0 or state[1] - synced[row] > len(log):
+        for x in range(first.shape[1]):
+            first[row, x] = _first_with(times, cum, x, lc, lm, lg, 0)
+    else:
+        for p in range(synced[row], state[1]):
+            code, lo, hi = log[p % len(log), 0], log[p % len(log), 1], log[p % len(log), 2]
+            x = int(code) if code >= 0 else int(-code - 1)
+            b = first[row, x]
+            if code < 0:
+                first[row, x] = _first_with(times, cum, x, lc, lm, lg, 0)
+            elif lo <= b < hi:
+                first[row, x] = _first_with(times, cum, x, lc, lm, lg, _bisect(times, x, times.shape[0], b))
+    synced[row] = state[1]
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _start_on(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, i: int, d: np.ndarray, check: np.ndarray,
+              walltime: float, grain: int, width: int, first_booking: np.ndarray) -> float:
+    """`earliest_starts`' answer for node i of `nodes` where it searches the node: its first instant
+    covering d (`first_cover`) when no booking starts before the job would end from it, else its
+    exact earliest start (`earliest`), node by node without an array made."""
+    x, need, mem, gpu = nodes[i], _need(d, 0), check[1], check[2]
+    first = INF
+    for k in range(width):
+        if times[k, x] == INF:
+            break
+        if _covered(cum, k, x, need, mem, gpu):
+            first = times[k, x]
+            break
+    if first == INF or first_booking[x] >= np.ceil((first + walltime) / grain) * grain:
+        return first
+    k = 0
+    while k < width:  # (`earliest`'s loop, for node x)
+        t = times[k, x]
+        if t == INF:
+            break
+        if walltime > 1e-12 * abs(t) and not _covered(cum, k, x, need, mem, gpu):
+            k += 1
+            continue
+        end = np.ceil((t + walltime) / grain) * grain
+        j = k
+        while j < width and times[j, x] < end and _covered(cum, j, x, need, mem, gpu):
+            j += 1
+        if j < width and times[j, x] < end:
+            k = j + 1
+            continue
+        return t
+    return INF
+
+
+@njit(cache=True, nogil=True)
+def bound_slot(times: np.ndarray, cum: np.ndarray, bounds: tuple, nodes: np.ndarray, d: np.ndarray,
+               check: np.ndarray, n: int, walltime: float, grain: int, width: int, first_booking: np.ndarray,
+               any_booking: bool, tries: int) -> tuple[float, np.ndarray, int]:
+    """`earliest_slot`'s (start, nodes) (NaN, none: no candidate held) for a job of one demand column
+    d on n nodes, searching only the nodes whose level bound does not rule them out; and how many
+    were searched. -1 searched when the bounds cannot say (every level taken, or a walltime so short
+    that `earliest` may start a node before its demand is free): the caller searches as before."""
+    c, m, g = d[0, 0], d[1, 0], d[2, 0]
+    row = _level(bounds, c, m if check[1] else 0, g if check[2] else 0)
+    if row < 0 or not walltime > 1e-12 * bounds[5][0]:
+        return np.nan, nodes[:0], -1
+    _sync(times, cum, bounds, row)
+    if n == 1:
+        return _one_node(times, cum, bounds[1][row], nodes, d, check, walltime, grain, width, first_booking)
+    node_times, searched = _n_least(times, cum, bounds[1][row], nodes, d, check, n, walltime, grain, width,
+                                    first_booking)
+    t, chosen = slot(times, cum, nodes, node_times, d, False, check, n, walltime, grain, width, first_booking,
+                     any_booking, tries)
+    return t, chosen, searched
+
+
+@njit(cache=True, nogil=True)
+def _one_node(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.ndarray, d: np.ndarray,
+              check: np.ndarray, walltime: float, grain: int, width: int,
+              first_booking: np.ndarray) -> tuple[float, np.ndarray, int]:
+    """`slot` for one node: the node whose start is least, the first on ties; a node whose bound
+    (`first`, by node) is no earlier than the best start yet is not searched."""
+    best, at, searched = INF, -1, 0
+    for i in range(len(nodes)):
+        if first[nodes[i]] >= best:
+            continue
+        searched += 1
+        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking)
+        if t < best:
+            best, at = t, i
+    if at < 0:
+        return np.nan, nodes[:0], searched
+    return best, nodes[at : at + 1].copy(), searched
+
+
+@njit(cache=True, nogil=True)
+def _n_least(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.ndarray, d: np.ndarray,
+             check: np.ndarray, n: int, walltime: float, grain: int, width: int,
+             first_booking: np.ndarray) -> tuple[np.ndarray, int]:
+    """Per node, its start where searched, else INF, as `slot` needs them for n nodes: every node
+    whose start is at most the n-th least is searched (its bound is at most the n-th least start found
+    when it comes, kept in a heap of the n least), so those and the n-th least are `earliest_starts`'
+    own; (the times, nodes searched)."""
+    out = np.full(len(nodes), INF)
+    heap = np.full(n, INF)  # the n least starts found, the greatest at the root
+    searched = 0
+    for i in range(len(nodes)):
+        b = first[nodes[i]]
+        if b == INF or b > heap[0]:
+            continue
+        searched += 1
+        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking)
+        out[i] = t
+        if t < heap[0]:
+            _replace_root(heap, t)
+    return out, searched
+
+
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _replace_root(heap: np.ndarray, v: float) -> None:
+    """A max-heap's greatest replaced by v, sifted down."""
+    i, size = 0, len(heap)
+    while True:
+        child = 2 * i + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] > heap[child]:
+            child += 1
+        if heap[child] <= v:
+            break
+        heap[i] = heap[child]
+        i = child
+    heap[i] = v
+
+
 @njit(cache=True, nogil=True)
 def step_matrix(base: np.ndarray, xs: np.ndarray, ts: np.ndarray, amounts: np.ndarray,
                 now: float) -> tuple[np.ndarray, np.ndarray]:
