@@ -64,8 +64,10 @@ def _many_shapes(n_nodes: int = 400, n_jobs: int = 600, seed: int = 3) -> tuple[
     return snapshot(nodes, run), jobs
 
 
-def _rows(snap: Snapshot, jobs: list[Job], policy: str, budget: Budget | None) -> tuple[int, int]:
-    """The node rows the decision's pass touched, and the nodes its reservation searches searched."""
+def _rows(snap: Snapshot, jobs: list[Job], policy: str, budget: Budget | None,
+          params: object = None) -> tuple[int, int, int]:
+    """The node rows the decision's pass touched, the nodes its reservation searches searched, and
+    the jobs it started."""
     seen: list[PassResult] = []
 
     class Counted(CorePass):
@@ -74,10 +76,10 @@ def _rows(snap: Snapshot, jobs: list[Job], policy: str, budget: Budget | None) -
             return seen[-1]
 
     with mock.patch.object(base, "CorePass", Counted):
-        d = decide(snap, jobs, policy, None, budget)
+        d = decide(snap, jobs, policy, params, budget)  # type: ignore[arg-type]
     assert check_decision(snap, jobs, d) == []
     assert d.summary.started + d.summary.backfilled >= 3  # free shrinks as jobs start
-    return sum(r.rows for r in seen), sum(r.searched for r in seen)
+    return sum(r.rows for r in seen), sum(r.searched for r in seen), d.summary.started + d.summary.backfilled
 
 
 @pytest.mark.parametrize("policy", ["easy", "priority", "memory_backfill", "conservative"])
@@ -86,7 +88,7 @@ def test_rows_read_grow_with_pending_and_nodes_not_shapes_times_nodes(policy: st
     snap, jobs = _many_shapes()
     assert len({(j.queue, j.cpu, j.mem_mib) for j in jobs}) > 500
     budget = Budget.starting_now(lambda: 0.0, 1e9) if budgeted else None
-    rows, searched = _rows(snap, jobs, policy, budget)
+    rows, searched, _ = _rows(snap, jobs, policy, budget)
     bound = ROWS_PER_ITEM * (len(jobs) + len(snap.nodes))
     per_queue = {q: sum(1 for n in snap.nodes if n.queue == q) for q in ("a", "b")}
     every_look = sum(per_queue[j.queue] for j in jobs)  # each job walking its whole eligible set
@@ -120,18 +122,7 @@ def test_starts_under_the_evaluation_selector_read_few_nodes_each(policy: str) -
     ranking of every able node per start (starts x nodes) is far over."""
     snap, jobs = _roomy()
     params = POLICIES[policy][0](selector="evaluation")
-    seen: list[PassResult] = []
-
-    class Counted(CorePass):
-        def run(self, jobs: Sequence[Job]) -> PassResult:
-            seen.append(super().run(jobs))
-            return seen[-1]
-
-    with mock.patch.object(base, "CorePass", Counted):
-        d = decide(snap, jobs, policy, params)
-    assert check_decision(snap, jobs, d) == []
-    started = d.summary.started + d.summary.backfilled
+    rows, _, started = _rows(snap, jobs, policy, None, params)
     assert started >= len(jobs) * 9 // 10
-    rows = sum(r.rows for r in seen)
     bound = ROWS_PER_ITEM * (len(jobs) + len(snap.nodes))
     assert rows <= bound < started * len(snap.nodes), (rows, bound, started * len(snap.nodes))
