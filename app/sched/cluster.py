@@ -327,8 +327,13 @@ class ClusterIndex:
 
     def capacity_counts(self, elig: Eligible, demand: tuple[int, int, int]) -> tuple[int, int]:
         """(nodes of any state whose capacity holds demand, of those the usable ones)."""
-        any_count, up_count = self.capacity_counts_of(elig, np.array(demand, dtype=np.int64).reshape(3, 1))
-        return int(any_count[0]), int(up_count[0])
+        c, m, g = demand  # (a plain loop: queue migration asks this per job)
+        any_count = up_count = 0
+        for tc, tm, tg, n_any, n_up in self._types_of(elig):
+            if tc >= c and tm >= m and tg >= g:
+                any_count += n_any
+                up_count += n_up
+        return any_count, up_count
 
     def capacity_counts_of(self, elig: Eligible, demands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """`capacity_counts` of each column of `demands` (3, S) at once: the node types (a cluster

@@ -34,6 +34,7 @@ from app.sched.partitions import (
     PartitionRules,
     bucket_floor,
     idle_label,
+    is_idle,
     may_hold,
     search_labels,
     surely_holds,
@@ -229,7 +230,7 @@ class _Known:
         self.cap[s] = node.cap
         self.exists[s] = True
         self.up[s] = node.state == NodeState.UP
-        self.idle[s] = self.up[s] and not any(node.alloc)
+        self.idle[s] = is_idle(node)
         for q, col in self.serves.items():
             col[s] = q in node.serves
         for labels, col in self.has.items():
