@@ -28,6 +28,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app import service  # noqa: E402
+from app.main import warm  # noqa: E402
 from app.sched.model import RunningJob  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.store.index import ClusterCache  # noqa: E402
@@ -104,6 +105,7 @@ def main(nodes: str = "10000,100000", jobs: int = 2000, policy: str = "easy", re
          json_out: Annotated[Path | None, typer.Option("--json")] = None) -> None:
     _, gen1, gen2 = gc.get_threshold()  # as the service sets it (HPCSCHED_GC_GEN0_THRESHOLD)
     gc.set_threshold(Settings().gc_gen0_threshold, gen1, gen2)
+    warm()  # as the service does before it listens: no clock may include numba compiling its loops
     with ExitStack() as stack:
         if redis_url is None:
             server = RedisServer(Path(stack.enter_context(tempfile.TemporaryDirectory()))).start()
