@@ -98,16 +98,25 @@ def classes(jobs: Iterable[Job], queues: Sequence[str] | None, rules: PartitionR
     those demands apart (but where a node is borderline), and thousands of distinct memory demands
     would otherwise be thousands of classes. Whole-node jobs are grouped by their exact demand (each
     must find the nodes the full scan gives it)."""
+    # first each distinct shape once: its first job, node-slots and widest job (jobs far outnumber shapes)
+    tally: dict[tuple, tuple[Job, list[int]]] = {}  # type: ignore[type-arg]
+    for job in jobs:
+        got = tally.get(key := (job.queue, job.labels, job.cpu, job.mem_mib, job.gpu, job.exclusive))
+        if got is None:
+            tally[key] = (job, [job.nodes, job.nodes])
+        else:
+            got[1][0] += job.nodes
+            got[1][1] = max(got[1][1], job.nodes)
     shapes: dict[tuple, dict[Triple, int]] = defaultdict(dict)  # type: ignore[type-arg]
     slots: dict[tuple, int] = defaultdict(int)  # type: ignore[type-arg]
-    for job in jobs:
+    for job, (count, most) in tally.values():
         search = (idle_label(job),) if job.exclusive else search_labels(job, rules)
         size = job.mem_mib if job.exclusive else job.mem_mib.bit_length()
         for q in queues if queues is not None else (job.queue,):
             key = (q, job.labels, search, job.cpu, size, job.gpu, job.exclusive)
-            slots[key] += job.nodes
+            slots[key] += count
             widest = shapes[key]
-            widest[job.demand] = max(widest.get(job.demand, 0), job.nodes)
+            widest[job.demand] = max(widest.get(job.demand, 0), most)
     return [_merged(key, slots[key], shapes[key]) for key in sorted(slots, key=repr)]
 
 

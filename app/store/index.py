@@ -150,8 +150,15 @@ def encode_job(j: RunningJob) -> str:
 
 
 def decode_job(jid: str, raw: str) -> RunningJob:
-    q, alloc, start, wall, migrated = json.loads(raw)
-    return RunningJob(jid, q, tuple((a[0], (a[1], a[2], a[3])) for a in alloc), start, wall, migrated)
+    return decode_jobs([jid], [raw])[0]
+
+
+def decode_jobs(ids: Sequence[str], raws: Sequence[str | None]) -> list[RunningJob]:
+    """`decode_job` of each record found (None: gone), with one JSON parse for them all."""
+    found = [(jid, r) for jid, r in zip(ids, raws, strict=True) if r is not None]
+    rows = json.loads(f"[{','.join(r for _, r in found)}]")
+    return [RunningJob(jid, q, tuple((a[0], (a[1], a[2], a[3])) for a in alloc), start, wall, migrated)
+            for (jid, _), (q, alloc, start, wall, migrated) in zip(found, rows, strict=True)]
 
 
 def _free(n: Node) -> Triple:
@@ -288,7 +295,8 @@ class ClusterCache:
         whole cluster."""
         def read(tx: Tx, k: Keys) -> tuple[int, list[Node], list[RunningJob], list[Window]]:
             nodes = [decode_node(i, raw).node for i, raw in tx.hgetall(k.node).items()]
-            running = [decode_job(i, raw) for i, raw in tx.hgetall(k.job).items()]
+            jobs = tx.hgetall(k.job)
+            running = decode_jobs(list(jobs), list(jobs.values()))
             return _version(tx, k), nodes, running, windows(tx, k)
         return self.read(key, read)
 
@@ -654,8 +662,7 @@ class IndexSource:
         return [m for m, _ in self.tx.zrange_many([(self.k.idle(queue, label), start, start + count - 1)])[0]]
 
     def running(self, ids: list[str]) -> list[RunningJob]:
-        raw = self.tx.hmget(self.k.job, ids)
-        return [decode_job(jid, r) for jid, r in zip(ids, raw, strict=True) if r is not None]
+        return decode_jobs(ids, self.tx.hmget(self.k.job, ids))
 
     def snapshot(self, now: float, narrowed: Narrowed) -> Snapshot:
         """The pass's snapshot: the chosen nodes, the running jobs on them, the whole cluster's facts."""
