@@ -124,7 +124,8 @@ class NodeColumns:
                  running: Sequence[RunningJob]) -> NodeColumns:
         """The columns of nodes given field by field, already in the columns' order."""
         pos = {nid: i for i, nid in enumerate(ids)}
-        serves = [q or (own,) for q, own in zip(queues, queue_of, strict=True)]  # `Node.serves`
+        alone = {own: (own,) for own in dict.fromkeys(queue_of)}  # one tuple per queue, shared by its nodes
+        serves = [q or alone[own] for q, own in zip(queues, queue_of, strict=True)]  # `Node.serves`
         return cls(
             ids=ids,
             pos=pos,

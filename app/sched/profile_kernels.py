@@ -298,7 +298,8 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
                 break
             if t0 <= now or tk >= t0:
                 for r in range(3):
-                    cum[r, k, x] -= d[r, col]
+                    if d[r, col] != 0:  # (a row it takes nothing of is not touched: a cache miss each)
+                        cum[r, k, x] -= d[r, col]
         width = max(width, m + 1)
     return width
 
@@ -540,21 +541,23 @@ def _sync(times: np.ndarray, cum: np.ndarray, bounds: tuple, row: int) -> None:
 
 @njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _start_on(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, i: int, d: np.ndarray, check: np.ndarray,
-              walltime: float, grain: int, width: int, first_booking: np.ndarray) -> float:
+              walltime: float, grain: int, width: int, first_booking: np.ndarray, bound: float) -> float:
     """`earliest_starts`' answer for node i of `nodes` where it searches the node: its first instant
     covering d (`first_cover`) when no booking starts before the job would end from it, else its
-    exact earliest start (`earliest`), node by node without an array made."""
+    exact earliest start (`earliest`), node by node without an array made. No instant before `bound`
+    (the node's level bound) covers d, and the walltime is not negligible (`bound_slot`): none of them
+    can start the job, so both searches begin at `bound` (found by bisection, not instant by instant)."""
     x, need, mem, gpu = nodes[i], _need(d, 0), check[1], check[2]
-    first = INF
-    for k in range(width):
+    first, at = INF, _bisect(times, x, width, bound)
+    for k in range(at, width):
         if times[k, x] == INF:
             break
         if _covered(cum, k, x, need, mem, gpu):
-            first = times[k, x]
+            first, at = times[k, x], k
             break
     if first == INF or first_booking[x] >= np.ceil((first + walltime) / grain) * grain:
         return first
-    k = 0
+    k = at  # (the instants before it do not cover d: `earliest` steps over them one by one)
     while k < width:  # (`earliest`'s loop, for node x)
         t = times[k, x]
         if t == INF:
@@ -606,7 +609,7 @@ def _one_node(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.n
         if first[nodes[i]] >= best:
             continue
         searched += 1
-        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking)
+        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking, first[nodes[i]])
         if t < best:
             best, at = t, i
     if at < 0:
@@ -630,7 +633,7 @@ def _n_least(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.nd
         if b == INF or b > heap[0]:
             continue
         searched += 1
-        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking)
+        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking, b)
         out[i] = t
         if t < heap[0]:
             _replace_root(heap, t)

@@ -87,3 +87,15 @@ def test_the_blocked_memory_answers_as_every_current_note_would(notes, asks) -> 
     for c, until, n in asks:
         plain = any(c == a and until >= u and clear < n <= 5 for a, u, clear, _ in current)
         assert k._blocked_known(bl, bl_n, 0, c, 0, 0, n, float(until), starts) == plain
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 60.0, 120.0, 180.0, np.inf]), min_size=1, max_size=40),
+       data=st.data())
+def test_the_n_least_are_those_a_stable_sort_puts_first(values, data) -> None:  # noqa: ANN001
+    """`_least` (the sure start's quietest nodes, by selection): the first n places of a stable sort
+    by value, as a set, ties at the cut going to the earlier places (values drawn from few, to tie)."""
+    n = data.draw(st.integers(1, len(values)))
+    quiet = np.array(values)
+    got = k._least(quiet, n)
+    assert sorted(got.tolist()) == sorted(np.argsort(quiet, kind="stable")[:n].tolist())
