@@ -539,3 +539,46 @@ def test_pruning_keeps_every_choice_of_the_full_grid(scheduler: str, tmp_path: P
         kept = {r["key"]: {k: v for k, v in r.items() if k != "seconds"} for r in b["train"]}
         assert kept.items() <= rows.items() and len(rows) - len(kept) == b["skipped"]
     assert full["recommendation"] == pruned["recommendation"] and full["policy"] == pruned["policy"]
+
+
+PYTHON_REPLAY = {"name": "memory_backfill", "params": {"time_grain_s": 1}}  # (no compiled twin)
+LEAN_CASES = [t.EASY, t.FIRSTFIT, PYTHON_REPLAY,
+              {"name": "priority", "params": {"order": "sjf", "reservation_depth": 4, "time_grain_s": 60,
+                                              "wait_cap_s": 14_400, "backfill_order": "sjf"}},
+              {"name": "priority", "params": {"order": "fitted", "fit_n": 0.5, "fit_rn": -0.2, "fit_s": 0.1}},
+              {"name": "priority", "params": {"order": "f1", "reservation_depth": 2}}]
+
+
+@pytest.mark.parametrize("predicted", [False, True])
+@pytest.mark.parametrize("policy", LEAN_CASES, ids=lambda p: f"{p['name']}-{p['params'].get('order', '')}")
+def test_a_sweep_replay_measures_what_the_records_measure(policy: dict[str, Any], predicted: bool) -> None:
+    """`evaluate` reads a replay's starts and ends (`replay_times`), not its records: the measures are
+    those of `measures` on `replay`'s records to the last bit, and the waits are the records' waits,
+    on the compiled replay and on the Python one (memory_backfill), stepwise correction too."""
+    from app.sim import compiled
+    from app.sim.replay import replay, replay_times
+
+    w = sdsc(1200)
+    name, params = t.params_of(policy)
+    assert compiled.applies(w, name, params) == (policy != PYTHON_REPLAY)
+    for correction in ("request", "stepwise") if predicted else ("request",):
+        records = replay(w, name, params, predict=predicted, reservations=False, correction=correction)
+        times = replay_times(w, name, params, predict=predicted, correction=correction)
+        assert t.times_measures(times, w) == t.measures(records, w)
+        rec = t.evaluate(w, t.setting(policy, predicted, correction), detail=True)
+        assert rec["waits"] == [r.start - r.job.submit for r in records.records]
+
+
+def test_lean_measures_count_a_job_that_never_started() -> None:
+    """A job asking more nodes than the machine has never starts: counted as unstarted, as in `measures`."""
+    from app.sim.replay import replay, replay_times
+    from app.sim.workload import SimJob
+
+    jobs = [SimJob("1", 0.0, 10.0, 20.0, 1, 1, 1, 0), SimJob("2", 1.0, 10.0, 20.0, 3, 3, 1, 0),
+            SimJob("3", 2.0, 30.0, 40.0, 2, 2, 1, 0)]
+    w = Workload(Machine(2), jobs)
+    lean = t.times_measures(replay_times(w, "easy"), w)
+    assert lean == t.measures(replay(w, "easy", reservations=False), w)
+    assert lean["unstarted"] == 1.0 and lean["jobs"] == 2.0
+    alone = Workload(Machine(2), jobs[1:2])
+    assert t.times_measures(replay_times(alone, "easy"), alone) == t.measures(replay(alone, "easy"), alone)
