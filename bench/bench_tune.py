@@ -7,7 +7,8 @@
 Each run is `run_tuning` as the command calls it (the default space, objective, folds and fitting)
 with a fresh results file, so nothing is reused. `wall_s` counts the whole run from the trace read to
 the report (the cluster's start included; the plots left out); `cpu_s`, this process's CPU time and
-its reaped worker processes'; `cpu_per_worker_s`, that over the workers: about what the run would
+its reaped worker processes' (`parent_cpu_s`: this process alone: the reading, the Dask scheduler,
+the choice and the report); `cpu_per_worker_s`, that over the workers: about what the run would
 take on free cores (on a machine shared with other work the wall time is longer; the serial part is
 counted as if shared); `replay_cpu_s`, the replays' own CPU time added up; `load`, the 1-minute load
 average before and after. `--prune both` runs the pruned default and `--no-prune` alternately
@@ -42,10 +43,10 @@ console = Console(width=160)
 cli = typer.Typer(add_completion=False)
 
 
-def cpu_s() -> float:
-    """CPU time of this process and of its reaped children (the local cluster's workers, once closed)."""
+def cpu_s() -> tuple[float, float]:
+    """CPU time of this process, and of its reaped children (the local cluster's workers, once closed)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
 def run_row(trace: Path, jobs: int | None, folds: int, workers: int, prune: bool) -> dict[str, Any]:
@@ -57,7 +58,8 @@ def run_row(trace: Path, jobs: int | None, folds: int, workers: int, prune: bool
         report = run_tuning(parts, t.parse_objective("guarded"), t.settings(t.DEFAULT_SPACE), results,
                             workers=workers, prune=prune)
         lines = [json.loads(line) for line in results.read_text().splitlines()]
-    wall, cpu = time.perf_counter() - t0, cpu_s() - c0
+    wall, (me, kids) = time.perf_counter() - t0, (b - a for a, b in zip(c0, cpu_s(), strict=True))
+    cpu = me + kids
     kinds = {"train": 0, "fit": 0, "held_out": 0}
     for r in lines:  # (fit: the fitted settings, on their own window and on earlier ones)
         kind = "held_out" if r["part"].startswith("held") else "fit" if '"fitted"' in r["key"] else "train"
@@ -66,6 +68,7 @@ def run_row(trace: Path, jobs: int | None, folds: int, workers: int, prune: bool
             "settings": report["settings"], "train_replays": kinds["train"],
             "skipped": sum(f["skipped"] for f in report["folds"]), "fit_replays": kinds["fit"],
             "held_out_replays": kinds["held_out"], "wall_s": wall, "cpu_s": cpu,
+            "parent_cpu_s": me,
             "replay_cpu_s": sum(r.get("cpu_seconds", 0.0) for r in lines), "cpu_per_worker_s": cpu / workers,
             "load": f"{load_before:.1f} -> {os.getloadavg()[0]:.1f}",
             "choices": [f["chosen"]["label"] for f in report["folds"]],
