@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -59,13 +60,19 @@ GuardWindows = Annotated[str, typer.Option(help="where a setting's guard must ha
                                                 "all (every train window so far, the default) | latest (its "
                                                 "fold's train window only)")]
 
+Prune = Annotated[bool, typer.Option(help="under --guard-windows all, replay a setting on the train windows "
+                                          "only up to the first where it broke the guard (no later fold can "
+                                          "choose it; the same choices); --no-prune replays every setting on "
+                                          "every train window (full train tables)")]
+
 Trace = Annotated[Path, typer.Argument(help="an SWF trace, plain or .gz", exists=True, dir_okay=False)]
 
 
 def tune(trace: Trace,
          objective: Objective = "guarded", folds: Folds = 3, space: Space = "",
          fit_budget: FitBudget = t.FIT_BUDGET, margin: Margin = t.MARGIN,
-         guard_windows: GuardWindows = "all", workers: Workers = None, scheduler: Scheduler = None,
+         guard_windows: GuardWindows = "all", prune: Prune = True, workers: Workers = None,
+         scheduler: Scheduler = None,
          jobs: Annotated[int | None, typer.Option(help="only the first N jobs of the trace")] = None,
          nodes: Annotated[int | None, typer.Option(help="nodes; default: the trace's MaxProcs")] = None,
          cores_per_node: Annotated[int, typer.Option(help="cores per node")] = 1,
@@ -85,7 +92,7 @@ def tune(trace: Trace,
     w = base.load(trace, nodes, cores_per_node, 0, jobs, reading=reading)
     parts = _checked(lambda: t.rolling(w, folds), "--folds")
     report = run_tuning(parts, goal, candidates, results, scheduler, workers, fit_budget, margin,
-                        guard_windows)
+                        guard_windows, prune)
     report |= {"trace": trace.name, "jobs": len(w.jobs), "notes": w.notes}
     show(report)
     json_out.write_text(json.dumps(report, indent=1))
@@ -114,11 +121,12 @@ def _checked(fn: Any, hint: str) -> Any:
 def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candidates: list[t.Setting],
                results: Path, scheduler: str | None = None, workers: int | None = None,
                fit_budget: int = t.FIT_BUDGET, margin: float = t.MARGIN,
-               guard_windows: str = "all") -> dict[str, Any]:
-    """Per fold, the sweep on its train window, the fitted order's weights searched there (`_fit`),
-    and the choice from these alone; then each choice and the baselines on its held-out window; as
-    the report's dictionary. Every fold's train sweep runs in one batch, each fitting round in one,
-    and every held-out replay in a last one (none is submitted before every choice is made)."""
+               guard_windows: str = "all", prune: bool = True) -> dict[str, Any]:
+    """Per fold, the sweep on its train window (`_grid`: with `prune`, under `all`, only the settings
+    still eligible there), the fitted order's weights searched there (`_fit`), and the choice from
+    these alone; then each choice and the baselines on its held-out window; as the report's
+    dictionary. Each fitting round runs in one batch, and every held-out replay in a last one (none
+    is submitted before every choice is made)."""
     easy, firstfit = t.Setting(t.EASY), t.Setting(t.FIRSTFIT)
     pool = list({s.key: s for s in [easy, firstfit, *candidates]}.values())
     windows = {}
@@ -127,14 +135,16 @@ def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candid
     stamps = {part: t.fingerprint(w, {}) for part, w in windows.items()}
     with dask_client(scheduler, workers) as client:
         trains = {f"train{i}": windows[f"train{i}"] for i in range(1, len(parts) + 1)}
-        got = _swept(client, [Task(part, s) for part in trains for s in pool], trains, stamps, results,
-                     "train")
-        tried = _fit(client, goal, pool, got, trains, stamps, results, easy.key, fit_budget)
+        every = guard_windows == "all"
+        got = _grid(client, goal, pool, trains, stamps, results, easy.key, every and prune)
+        eligible = {part: _open(goal, pool, got, part, range(1, i) if every else (), easy.key)
+                    for i, part in enumerate(trains, start=1)}
+        tried = _fit(client, goal, eligible, got, trains, stamps, results, easy.key, fit_budget)
         folds = []
         for i in range(1, len(parts) + 1):
-            fold_pool = pool + tried[f"train{i}"]
+            fold_pool = [s for s in pool + tried[f"train{i}"] if (f"train{i}", s.key) in got]
             train_m = {s.key: got[(f"train{i}", s.key)]["measures"] for s in fold_pool}
-            earlier = list(range(1, i)) if guard_windows == "all" else []
+            earlier = list(range(1, i)) if every else []
             chosen_key = _choose(client, goal, fold_pool, train_m, earlier, got, trains, stamps, results,
                                  easy.key)  # the held-out window is not replayed yet
             folds.append((train_m, next(s for s in fold_pool if s.key == chosen_key), fold_pool))
@@ -142,22 +152,61 @@ def run_tuning(parts: list[tuple[Workload, Workload]], goal: t.Objective, candid
                  for s in {s.key: s for s in (chosen, easy, firstfit)}.values()]
         helds = {f"held_out{i}": windows[f"held_out{i}"] for i in range(1, len(parts) + 1)}
         tested = _swept(client, tasks, helds, stamps, results, "held out")
-    report = _report(goal, got, tested, folds, parts, easy, firstfit, margin)
-    return report | {"guard_windows": guard_windows}
+    skipped = [sum((part, s.key) not in got for s in pool) for part in trains]
+    report = _report(goal, got, tested, folds, parts, easy, firstfit, margin,
+                     len(pool) + len(tried[f"train{len(parts)}"]), skipped)
+    return report | {"guard_windows": guard_windows, "pruned": every and prune}
 
 
-def _fit(client: Any, goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str], Any],
-         trains: dict[str, Workload], stamps: dict[str, str], results: Path, easy_key: str,
-         budget: int) -> dict[str, list[t.Setting]]:
+def _grid(client: Any, goal: t.Objective, pool: list[t.Setting], trains: dict[str, Workload],
+          stamps: dict[str, str], results: Path, easy_key: str, prune: bool) -> dict[tuple[str, str], Any]:
+    """The space's settings on the train windows. Without `prune`, every setting on every window, in
+    one batch. With it (under `--guard-windows all`), window after window, a setting is replayed only
+    on the windows up to the first where it broke the objective's bounds (`t.held_on`): from the next
+    fold on it is chosen in none, and the fitted order is fitted into the best setting a fold may
+    choose (`run_tuning`'s `eligible`), so the choices are those of the full grid (tested)."""
+    if not prune:
+        tasks = [Task(part, s) for part in trains for s in pool]
+        return _swept(client, tasks, trains, stamps, results, "train")
+    got: dict[tuple[str, str], Any] = {}
+    for i, part in enumerate(trains, start=1):
+        open_keys = set(t.still_open(goal, [s.key for s in pool], _results(got, pool, range(1, i)), easy_key))
+        todo = [Task(part, s) for s in pool if s.key in open_keys or s.key == easy_key]  # (the baseline)
+        got |= _swept(client, todo, trains, stamps, results, f"train {i}")
+    return got
+
+
+def _open(goal: t.Objective, pool: list[t.Setting], got: dict[tuple[str, str], Any], part: str,
+          earlier: Iterable[int], easy_key: str) -> list[t.Setting]:
+    """The settings of `pool` replayed on train window `part` that its fold may choose: within the
+    objective's bounds on the `earlier` train windows (`t.still_open`)."""
+    keys = set(t.still_open(goal, [s.key for s in pool], _results(got, pool, earlier), easy_key))
+    return [s for s in pool if s.key in keys and (part, s.key) in got]
+
+
+def _results(got: dict[tuple[str, str], Any], pool: list[t.Setting],
+             windows: Iterable[int]) -> list[dict[str, Any]]:
+    """Per train window of `windows`, the measures of the settings of `pool` replayed there."""
+    return [{s.key: got[(f"train{j}", s.key)]["measures"] for s in pool if (f"train{j}", s.key) in got}
+            for j in windows]
+
+
+def _fit(client: Any, goal: t.Objective, eligible: dict[str, list[t.Setting]],
+         got: dict[tuple[str, str], Any], trains: dict[str, Workload], stamps: dict[str, str], results: Path,
+         easy_key: str, budget: int) -> dict[str, list[t.Setting]]:
     """The fitted settings tried on each train window (their results added to `got`): the weights
     searched by simulation, `budget` replays a window: `t.first_points`, then a pattern search from
     the best point so far (`t.neighbours`; the step halves after a round that finds nothing better),
-    each in the setting of the window's best `priority` setting (`t.fit_base`)."""
+    each in the setting of the best `priority` setting its fold may choose (`t.fit_base` of
+    `eligible[part]`: replayed there and, under `all`, within bounds on the earlier windows); a
+    window where none is eligible gets no fitted setting."""
     tried: dict[str, list[t.Setting]] = {part: [] for part in trains}
     if budget <= 0:
         return tried
-    base = {part: t.fit_base(goal, pool, {s.key: got[(part, s.key)]["measures"] for s in pool}, easy_key)
-            for part in trains}
+    base = {part: t.fit_base(goal, eligible[part], {s.key: got[(part, s.key)]["measures"]
+                                                    for s in eligible[part]}, easy_key)
+            for part in trains if any(s.policy["name"] == "priority" for s in eligible[part])}
+    trains = {part: w for part, w in trains.items() if part in base}  # (the windows fitted on)
     todo = {part: [t.fitted(base[part], p) for p in t.first_points(min(budget, t.FIT_START))]
             for part in trains}
     step = {part: dict(t.FIT_STEP) for part in trains}
@@ -223,9 +272,11 @@ def _swept(client: Any, tasks: list[Task], workloads: dict[str, Workload], stamp
 def _report(goal: t.Objective, got: dict[tuple[str, str], Any], tested: dict[tuple[str, str], Any],
             folds: list[tuple[dict[str, Any], t.Setting, list[t.Setting]]],
             parts: list[tuple[Workload, Workload]], easy: t.Setting, firstfit: t.Setting,
-            margin: float) -> dict[str, Any]:
+            margin: float, tried: int, skipped: list[int]) -> dict[str, Any]:
     out_folds = [_fold(goal, i, pool, got, tested, train_m, chosen, parts[i - 1], easy, firstfit)
                  for i, (train_m, chosen, pool) in enumerate(folds, start=1)]
+    for f, n in zip(out_folds, skipped, strict=True):
+        f["skipped"] = n  # settings of the space not replayed on this train window (`_grid`)
     for f in out_folds:
         f["margin_met"] = f["gain_vs_easy"]["train"] >= margin
     recommend, why = t.verdict(goal, [(f["held_out"]["chosen"], f["held_out"]["easy"]) for f in out_folds],
@@ -237,7 +288,7 @@ def _report(goal: t.Objective, got: dict[tuple[str, str], Any], tested: dict[tup
         "guard": {"max_wait_factor": goal.max_factor, "p99_wait_factor": goal.p99_factor},
         "held_out_guard": {"max_wait_factor": t.judged(goal).max_factor,
                            "p99_wait_factor": t.judged(goal).p99_factor},
-        "settings": len(folds[-1][2]), "folds": out_folds,
+        "settings": tried, "folds": out_folds,
         "recommendation": {"recommend": recommend, "why": why, "label": kept.label(),
                            "predicted": kept.predicted, "correction": kept.correction,
                            "latest_choice": latest.label()},
@@ -297,6 +348,10 @@ def show(report: dict[str, Any], top: int = 5) -> None:
                       f"its train window{'' if f['margin_met'] else ' (under the margin)'}, "
                       f"[bold]{_lower(g['held_out'])} on its held-out window[/]"
                       + (" [red](guard broken on the held-out window)[/]" if f["guard_broken"] else ""))
+    if report.get("pruned"):
+        console.print("settings not replayed on a train window, their guard broken on an earlier one (no "
+                      "later fold can choose them): " + ", ".join(f"window {f['fold']}: {f['skipped']}"
+                                                                   for f in report["folds"]))
     for note in report.get("notes", []):
         console.print(f"[yellow]note:[/] {note}")
 

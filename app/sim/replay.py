@@ -353,6 +353,38 @@ def replay(w: Workload, policy: str, params: CommonParams | None = None,
         return _run(r, w, progress, predict, stop, correction)
 
 
+@dataclass(frozen=True, slots=True)
+class Times:
+    """When each job of a replayed workload ran, in the workload's order (NaN: never started), and the
+    started jobs' positions in the order they started (`ReplayResult.records`' order)."""
+
+    start: np.ndarray
+    end: np.ndarray
+    order: np.ndarray
+
+
+def replay_times(w: Workload, policy: str, params: CommonParams | None = None, predict: bool = False,
+                 stop: StopFlag | None = None, correction: str = "request") -> Times:
+    """`replay`'s starts and ends without its records, for a caller that reads nothing else (a tuning
+    sweep): where the compiled replay applies, its arrays as they come (no job record or node name
+    is made: on 15,000 SDSC-SP2 jobs that was a fifth to a third of a replay's time), else `replay`'s
+    records read back. Reservations are not recorded (`replay`'s `reservations=False`)."""
+    if params is None and policy in POLICIES:
+        params = POLICIES[policy][0]()
+    checked(correction)
+    if params is not None and fast.applies(w, policy, params):
+        s = fast.schedule(w, policy, params, predict, applies(w, policy, params, predict), False, None, stop,
+                          correction)
+        return Times(s.start, s.end, s.order)
+    result = replay(w, policy, params, predict=predict, reservations=False, stop=stop, correction=correction)
+    position = {id(j): k for k, j in enumerate(w.jobs)}
+    start, end = np.full(len(w.jobs), np.nan), np.full(len(w.jobs), np.nan)
+    order = np.array([position[id(r.job)] for r in result.records], dtype=np.int64)
+    start[order] = [r.start for r in result.records]
+    end[order] = [r.end for r in result.records]
+    return Times(start, end, order)
+
+
 def _run_compiled(w: Workload, policy: str, params: CommonParams, predict: bool, incremental: bool,
                   reservations: bool, progress: Callable[[int], None] | None,
                   stop: StopFlag | None, correction: str) -> ReplayResult:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from app.cli import cli
@@ -471,3 +473,110 @@ def test_the_space_can_try_selective_reservation() -> None:
     selective = next(s for s in both if s.key != plain.key)
     assert selective.policy["params"]["reserve_xfactor"] == 2 and "xf=2" in selective.label()
     assert t.params_of(selective.policy)[1].reserve_xfactor == 2
+
+
+POOL = [t.Setting(t.EASY)] + [t.Setting({"name": "priority", "params": {"reservation_depth": n}})
+                              for n in range(1, 6)]
+EASY_KEY = POOL[0].key
+
+
+def window_strategy() -> Any:
+    """One train window's measures by hand: EASY's, and five settings each within or outside the guard
+    (bsld 1-30; longest and p99 waits around EASY's 100 and 50)."""
+    def one(bsld: float, wait_max: float, p99: float) -> dict[str, float]:
+        return {**m(bsld, p99, wait_max), "wait_p99": p99}
+
+    measures = st.builds(one, st.integers(1, 30).map(float), st.sampled_from([50.0, 150.0, 250.0]),
+                         st.sampled_from([30.0, 50.0, 70.0]))
+    return st.fixed_dictionaries({EASY_KEY: st.just(one(10.0, 100.0, 50.0)),
+                                  **{s.key: measures for s in POOL[1:]}})
+
+
+OBJECTIVES = ["guarded", "guarded:max=3,p99=1.5", "maxwait-cap:120", "bsld"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(window_strategy(), min_size=2, max_size=4), st.sampled_from(OBJECTIVES))
+def test_settings_closed_on_an_earlier_window_change_no_choice(windows: list[dict[str, Any]],
+                                                                objective: str) -> None:
+    """The pruning of `_grid` by hand: window after window, only the settings `still_open` after the
+    earlier windows keep their results. Every fold's choice under `all`, what `missing_before` asks,
+    and the fitted order's base (the best open setting) are those read from every result."""
+    goal = t.parse_objective(objective)
+    kept: list[dict[str, Any]] = []
+    for i, window in enumerate(windows):
+        open_keys = t.still_open(goal, [s.key for s in POOL], kept, EASY_KEY)
+        assert EASY_KEY in open_keys  # (EASY's longest wait, 100, is under the cap of 120)
+        kept.append({k: window[k] for k in open_keys})
+        assert t.choose(goal, kept[i], EASY_KEY, kept[:i]) == t.choose(goal, window, EASY_KEY, windows[:i])
+        assert t.missing_before(goal, kept[i], EASY_KEY, kept[:i], 4) == []
+        full = [s for s in POOL[1:] if t.held_on(goal, s.key, windows[:i], EASY_KEY)]
+        if full:
+            pruned = [s for s in POOL[1:] if s.key in kept[i]]
+            assert t.fit_base(goal, pruned, kept[i], EASY_KEY) == t.fit_base(goal, full, window, EASY_KEY)
+
+
+def test_pruning_keeps_every_choice_of_the_full_grid(scheduler: str, tmp_path: Path) -> None:
+    """Under `all`, a setting whose guard broke on a train window is not replayed on the later ones:
+    on 1,500 SDSC-SP2 jobs some are skipped, yet every fold's choice, the fitted settings tried, the
+    held-out measures and the verdict are those of the full grid, and each train result kept is the
+    full grid's. (On window 3 the best priority setting broke the guard on window 2: the fitted
+    order is fitted into the best open one, with or without pruning.)"""
+    parts = t.rolling(sdsc(1500), 3)
+    goal = t.parse_objective("guarded")
+    space = t.settings(t.parse_space("order=fcfs,sjf,f1;reservation_depth=1,2;time_grain_s=1;"
+                                     "backfill_order=priority;predicted=false,true;wait_cap_s=null,3600"))
+    full = run_tuning(parts, goal, space, tmp_path / "full.jsonl", scheduler, fit_budget=6, prune=False)
+    pruned = run_tuning(parts, goal, space, tmp_path / "pruned.jsonl", scheduler, fit_budget=6)
+    assert pruned["pruned"] and not full["pruned"]
+    assert [f["skipped"] for f in full["folds"]] == [0, 0, 0]
+    assert pruned["folds"][0]["skipped"] == 0 and pruned["folds"][2]["skipped"] > 0
+    for a, b in zip(full["folds"], pruned["folds"], strict=True):
+        assert a["chosen"] == b["chosen"] and a["held_out"] == b["held_out"]
+        rows = {r["key"]: {k: v for k, v in r.items() if k != "seconds"} for r in a["train"]}
+        kept = {r["key"]: {k: v for k, v in r.items() if k != "seconds"} for r in b["train"]}
+        assert kept.items() <= rows.items() and len(rows) - len(kept) == b["skipped"]
+    assert full["recommendation"] == pruned["recommendation"] and full["policy"] == pruned["policy"]
+
+
+PYTHON_REPLAY = {"name": "memory_backfill", "params": {"time_grain_s": 1}}  # (no compiled twin)
+LEAN_CASES = [t.EASY, t.FIRSTFIT, PYTHON_REPLAY,
+              {"name": "priority", "params": {"order": "sjf", "reservation_depth": 4, "time_grain_s": 60,
+                                              "wait_cap_s": 14_400, "backfill_order": "sjf"}},
+              {"name": "priority", "params": {"order": "fitted", "fit_n": 0.5, "fit_rn": -0.2, "fit_s": 0.1}},
+              {"name": "priority", "params": {"order": "f1", "reservation_depth": 2}}]
+
+
+@pytest.mark.parametrize("predicted", [False, True])
+@pytest.mark.parametrize("policy", LEAN_CASES, ids=lambda p: f"{p['name']}-{p['params'].get('order', '')}")
+def test_a_sweep_replay_measures_what_the_records_measure(policy: dict[str, Any], predicted: bool) -> None:
+    """`evaluate` reads a replay's starts and ends (`replay_times`), not its records: the measures are
+    those of `measures` on `replay`'s records to the last bit, and the waits are the records' waits,
+    on the compiled replay and on the Python one (memory_backfill), stepwise correction too."""
+    from app.sim import compiled
+    from app.sim.replay import replay, replay_times
+
+    w = sdsc(1200)
+    name, params = t.params_of(policy)
+    assert compiled.applies(w, name, params) == (policy != PYTHON_REPLAY)
+    for correction in ("request", "stepwise") if predicted else ("request",):
+        records = replay(w, name, params, predict=predicted, reservations=False, correction=correction)
+        times = replay_times(w, name, params, predict=predicted, correction=correction)
+        assert t.times_measures(times, w) == t.measures(records, w)
+        rec = t.evaluate(w, t.setting(policy, predicted, correction), detail=True)
+        assert rec["waits"] == [r.start - r.job.submit for r in records.records]
+
+
+def test_lean_measures_count_a_job_that_never_started() -> None:
+    """A job asking more nodes than the machine has never starts: counted as unstarted, as in `measures`."""
+    from app.sim.replay import replay, replay_times
+    from app.sim.workload import SimJob
+
+    jobs = [SimJob("1", 0.0, 10.0, 20.0, 1, 1, 1, 0), SimJob("2", 1.0, 10.0, 20.0, 3, 3, 1, 0),
+            SimJob("3", 2.0, 30.0, 40.0, 2, 2, 1, 0)]
+    w = Workload(Machine(2), jobs)
+    lean = t.times_measures(replay_times(w, "easy"), w)
+    assert lean == t.measures(replay(w, "easy", reservations=False), w)
+    assert lean["unstarted"] == 1.0 and lean["jobs"] == 2.0
+    alone = Workload(Machine(2), jobs[1:2])
+    assert t.times_measures(replay_times(alone, "easy"), alone) == t.measures(replay(alone, "easy"), alone)
