@@ -755,5 +755,4 @@ def warm() -> None:
         common_start(times, cum, cols, np.zeros(1), d, False, check, 1, 60.0, 60, 2, np.zeros(1), True, 16,
                      False)
         earliest_slot(times, cum, cols, d, False, check, 1, 60.0, 60, 2, 4, np.zeros(1), True, 16)
-    nth_smallest(np.zeros(2), 2)  # (the compiled replay's)
 

@@ -173,17 +173,10 @@ def _when_quiet(times: np.ndarray, node_times: np.ndarray, n: int, grain: int) -
         while last + 1 < times.shape[0] and times[last + 1, x] < INF:
             last += 1
         quiet[x] = max(times[last, x], node_times[x])
-    cut = kernels.nth_smallest(quiet, n)  # every node below it is taken, and the first ones at it
+    best = core_kernel._least(quiet, n)  # every node below the cut, and the first ones at it
+    cut = quiet[best].max()
     if cut == INF:
         return np.nan, none
-    at_cut = n - np.count_nonzero(quiet < cut)
-    best = np.empty(n, dtype=np.int64)
-    k = 0
-    for x in range(len(quiet)):
-        if quiet[x] < cut or (quiet[x] == cut and at_cut > 0):
-            at_cut -= quiet[x] == cut
-            best[k] = x
-            k += 1
     return np.ceil(cut / grain) * grain, best
 
 
