@@ -17,11 +17,7 @@ columns are compared on every resource, as `Profile._covers` does).
 from __future__ import annotations
 
 import math
-import os
-import tempfile
-from pathlib import Path
 
-import numba
 import numpy as np
 from numba import njit
 
@@ -33,21 +29,6 @@ INF = math.inf
 # were 40 % of a 5,504-node replay's time (perf); `earliest` on every node ran 1.7x faster without.
 NO_REFCOUNTS = {"_nrt": False}
 DISTINCT_BOUNDS = 64  # `_by_bound` counts up to this many distinct bounds, else it sorts
-
-
-def _cache_where_writable() -> None:
-    """numba keeps the compiled loops beside this file, else in the user's cache folder; where
-    neither can be written (a system-wide install run by a user without a home), it would refuse
-    to compile at all: then in a folder of the temporary directory."""
-    if numba.config.CACHE_DIR or os.access(Path(__file__).parent, os.W_OK):
-        return
-    home = Path(os.environ.get("HOME", "/nonexistent"))
-    if os.access(home, os.W_OK):
-        return
-    numba.config.CACHE_DIR = str(Path(tempfile.gettempdir()) / f"hpcsched-numba-{os.getuid()}")
-
-
-_cache_where_writable()
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNTS)
