@@ -39,6 +39,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
 from typing import TypeVar, cast
 
 import numpy as np
@@ -63,6 +65,7 @@ from app.sched.partitions import (
     offered_labels,
     should_move,
 )
+from app.sched.running import RunningColumns
 from app.sched.selectors.fragment import fragment_scores
 from app.store.kv import Conflict, MemoryKv, RedisKv, Tx, Writes
 from app.store.reads import Lease, Moved, RedisReadTx, copy_generation, summary_at_once, writers_wait
@@ -159,6 +162,28 @@ def decode_jobs(ids: Sequence[str], raws: Sequence[str | None]) -> list[RunningJ
     rows = json.loads(f"[{','.join(r for _, r in found)}]")
     return [RunningJob(jid, q, tuple((a[0], (a[1], a[2], a[3])) for a in alloc), start, wall, migrated)
             for (jid, _), (q, alloc, start, wall, migrated) in zip(found, rows, strict=True)]
+
+
+def decode_running(ids: Sequence[str], raws: Sequence[str | None]) -> RunningColumns:
+    """`decode_jobs` as columns, records made only if read: a pass needs only what each job holds
+    where and until when (`RunningColumns.held`), and a record per job (with a tuple per node it
+    holds) cost as much as the JSON parse itself on a big cluster's candidates."""
+    found = [(jid, r) for jid, r in zip(ids, raws, strict=True) if r is not None]
+    rows = json.loads(f"[{','.join(r for _, r in found)}]")
+    queues, allocs, start, wall, migrated = zip(*rows, strict=True) if rows else ((), (), (), (), ())
+    first = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, allocs), dtype=np.int64, count=len(allocs)), out=first[1:])
+    entries = list(chain.from_iterable(allocs))  # [node, cpu, mem_mib, gpu] each
+    where: dict[str, int] = {}  # each node's number, in the order first met
+    node_of = np.array([where.setdefault(e[0], len(where)) for e in entries], dtype=np.int64)
+    amounts = np.fromiter(chain.from_iterable(map(_AMOUNTS, entries)), dtype=np.int64,
+                          count=3 * len(entries)).reshape(-1, 3)
+    return RunningColumns(list(where), first, node_of, amounts, np.array(start, dtype=np.float64),
+                          np.array(wall, dtype=np.float64), np.array(migrated, dtype=np.bool_),
+                          lambda: ([jid for jid, _ in found], list(queues)))
+
+
+_AMOUNTS = itemgetter(1, 2, 3)
 
 
 def _free(n: Node) -> Triple:
@@ -668,7 +693,8 @@ class IndexSource:
         """The pass's snapshot: the chosen nodes, the running jobs on them, the whole cluster's facts."""
         chosen = sorted(narrowed.chosen)
         job_ids = sorted({j for nid in chosen for j in self.recs[nid].jobs})
-        return Snapshot(now, tuple(self.recs[n].node for n in chosen), tuple(self.running(job_ids)),
+        running = decode_running(job_ids, self.tx.hmget(self.k.job, job_ids))
+        return Snapshot(now, tuple(self.recs[n].node for n in chosen), running,
                         self.whole_facts(), windows=tuple(windows(self.tx, self.k)))
 
     def whole_facts(self) -> WholeCluster:

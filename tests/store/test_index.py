@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 import redis
@@ -23,9 +24,18 @@ from app.sched.partitions import (
     offered_labels,
     should_move,
 )
-from app.sched.registry import decide
+from app.sched.registry import POLICIES, decide
 from app.store.changes import apply_patch
-from app.store.index import ClusterCache, IndexSource, Keys, decode_job, decode_node
+from app.store.index import (
+    ClusterCache,
+    IndexSource,
+    Keys,
+    decode_job,
+    decode_jobs,
+    decode_node,
+    decode_running,
+    encode_job,
+)
 from app.store.kv import PIECE, MemoryKv, RedisKv, _pieces
 from schemas.clusters import ClusterPatch
 from tests.invariants import check_decision
@@ -311,6 +321,32 @@ def test_a_pass_on_the_candidates_keeps_every_invariant(cache: ClusterCache, nam
         assert check_decision(snap, jobs, decision, params.time_grain_s) == []
         assert decision.summary.nodes_total == len(snap.nodes)
         assert found.examined >= len(sub.nodes)
+
+    one()
+
+
+def test_running_columns_read_back_the_records_and_decide_the_same() -> None:
+    """`decode_running` (the pass's snapshot from the index) gives `decode_jobs`' records, in order,
+    and every policy decides the same on them as on those records (a record gone is left out)."""
+    names = ["r1", "r2", "gone", "r3", "r4"]
+    jobs = [RunningJob("r1", "q", (("n\u00e9", (1, 2, 0)), ("b", (3, 4, 1))), 10, 50.5),
+            RunningJob("r2", "p", (), 0.0, 60.0, True),
+            RunningJob("r3", "q", (("b", (2, 0, 0)),), 5.25, 3600.0),
+            RunningJob("r4", "q", (("a", (7, 8, 9)), ("n\u00e9", (0, 1, 0))), 1.0, 2.0)]
+    raws = [encode_job(j) for j in jobs]
+    raws.insert(2, None)
+    cols = decode_running(names, raws)
+    assert cols.records() == tuple(decode_jobs(names, raws)) == tuple(jobs)
+
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(case=snapshots_and_jobs(), common=common_params(), name=st.sampled_from(sorted(POLICIES)))
+    def one(case, common, name) -> None:  # noqa: ANN001
+        snap, pending = case
+        ids = [j.id for j in snap.running]
+        read = decode_running(ids, [encode_job(j) for j in snap.running])
+        params = params_for(name, common, None)
+        as_cols = decide(replace(snap, running=read), pending, name, params)
+        assert as_cols == decide(snap, pending, name, params)
 
     one()
 
