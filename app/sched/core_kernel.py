@@ -766,8 +766,9 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
     if cols[WHOLE, j] == 1:  # when each node able to hold the demand is idle for the whole run
         able = _whole_able(cols, j, elig, cap, booked, one_per_node)  # (the others never start it)
         d = _need(cols, j, able, cap, 1)
-        t, chosen, searched, node_times = kernels.bound_slot(times, cum, bounds, able, d, True, _EVERY, n, wall,
-                                                             grain, width, first_booking, any_booking, tries)
+        t, chosen, searched, node_times = kernels.bound_slot(times, cum, bounds, able, d, True, _EVERY, n,
+                                                             wall, grain, width, first_booking, any_booking,
+                                                             tries)
         if searched >= 0:
             counters[SEARCHED] += searched
             return _when_quiet(times, able, node_times, n, grain) if np.isnan(t) else (t, chosen)
@@ -790,8 +791,8 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
         return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
                        any_booking, tries)
     # The nodes the level bounds rule out are not searched (`kernels.bound_slot`), where the bounds can say.
-    t, chosen, searched, node_times = kernels.bound_slot(times, cum, bounds, elig, d, NO, check, n, wall, grain,
-                                                         width, first_booking, any_booking, tries)
+    t, chosen, searched, node_times = kernels.bound_slot(times, cum, bounds, elig, d, NO, check, n, wall,
+                                                         grain, width, first_booking, any_booking, tries)
     if searched >= 0:
         counters[SEARCHED] += searched
         return _when_quiet(times, elig, node_times, n, grain) if np.isnan(t) else (t, chosen)

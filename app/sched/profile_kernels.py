@@ -394,7 +394,8 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     nth = _nth(out, n, scratch)
     more = partial[:n_partial][bound[partial[:n_partial]] >= -nth]
     if len(more):
-        exact = first_cover(times, cum, nodes[more], _columns(d, more, per_node), per_node, check, width, width)
+        exact = first_cover(times, cum, nodes[more], _columns(d, more, per_node), per_node, check, width,
+                            width)
         for j in range(len(more)):
             i = more[j]
             bound[i] = exact[j]
@@ -411,8 +412,8 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     i, chunk = 0, max(32, 2 * n)
     while i < len(order) and bound[order[i]] <= nth:
         part = order[i : i + chunk]
-        out[part] = earliest(times, cum, nodes[part], _columns(d, part, per_node), per_node, check, walltime, grain,
-                             width)
+        out[part] = earliest(times, cum, nodes[part], _columns(d, part, per_node), per_node, check, walltime,
+                             grain, width)
         nth = _nth(out, n, scratch)
         i, chunk = i + chunk, 2 * chunk
     return out
@@ -434,7 +435,8 @@ NOT_COMPARED = -(1 << 62)  # a level's threshold where the job asks none of a re
 WHOLE = -(1 << 61)  # the key of the whole-node level: each node's thresholds are its capacity (`full`)
 
 
-def new_bounds(times: np.ndarray, full: np.ndarray, levels: int = LEVELS, ring: int = 0) -> tuple[np.ndarray, ...]:
+def new_bounds(times: np.ndarray, full: np.ndarray, levels: int = LEVELS,
+               ring: int = 0) -> tuple[np.ndarray, ...]:
     """Empty bounds for a profile of `times`' nodes, room for `levels` levels (at most `LEVELS`: a
     decision sizes it to the levels its jobs may ask, `levels_asked`): (keys (levels, 3): each
     level's thresholds; first (levels, N): each node's first instant with the level free, INF if
@@ -569,7 +571,8 @@ def _sync(times: np.ndarray, cum: np.ndarray, bounds: tuple, row: int) -> None:
             if code < 0:
                 first[row, x] = _first_of(times, cum, keys, full, row, x, 0)
             elif lo <= b < hi:
-                first[row, x] = _first_of(times, cum, keys, full, row, x, _bisect(times, x, times.shape[0], b))
+                at = _bisect(times, x, times.shape[0], b)
+                first[row, x] = _first_of(times, cum, keys, full, row, x, at)
     synced[row] = state[1]
 
 

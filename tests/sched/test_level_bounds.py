@@ -79,13 +79,13 @@ def test_the_bound_search_finds_the_plain_search_s_nodes_and_start(free, release
         any_booking = told or bool(np.isfinite(first_booking).any())  # (none booked: first bookings all INF)
         # every node's start as `earliest_starts` finds it, all exact (n = every node); a search with
         # first bookings drawn freely, not from the folds, is held to what it answers
-        plain = kernels.earliest_starts(times, cum, elig, d, whole, check, len(elig), walltime, GRAIN, width, width,
-                                        first_booking, True)
-        t, chosen = core_kernel._common(times, cum, elig, plain, d, whole, check, wanted, walltime, GRAIN, width,
-                                        first_booking, any_booking, tries)
-        got, nodes, searched, node_times = kernels.bound_slot(times, cum, bounds, elig, d, whole, check, wanted,
-                                                              walltime, GRAIN, width, first_booking, any_booking,
-                                                              tries)
+        plain = kernels.earliest_starts(times, cum, elig, d, whole, check, len(elig), walltime, GRAIN, width,
+                                        width, first_booking, True)
+        t, chosen = core_kernel._common(times, cum, elig, plain, d, whole, check, wanted, walltime, GRAIN,
+                                        width, first_booking, any_booking, tries)
+        got, nodes, searched, node_times = kernels.bound_slot(times, cum, bounds, elig, d, whole, check,
+                                                              wanted, walltime, GRAIN, width, first_booking,
+                                                              any_booking, tries)
         if walltime < 1e-3:
             assert searched == -1
             continue
