@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.sched import core_kernel
@@ -46,7 +46,33 @@ def _profile(free: list[tuple[int, int, int]], releases: list[tuple[int, float, 
     return times, cum, width
 
 
+# A first candidate fails, and at the next one a node the first pass left unsearched starts exactly then:
+# it must be searched before that candidate is tried (a search that leaves out a bound equal to the
+# candidate answers otherwise here).
+LATER_CANDIDATE = dict(
+    free=[(7, 15, 2), (3, 46, 1), (8, 40, 2), (4, 47, 0), (1, 57, 1)], releases=[(5, NOW + 180, (6, 33, 1))],
+    steps=[([2, 1, 6], NOW + 420, NOW + 630, (2, 43, 1), 1), ([2, 9], NOW, NOW + 900, (0, 9, 0), 1),
+           ((1, 0, 0), 30.0, [1, 2, 6], 2, True, 16, False), ([7, 10], NOW + 480, NOW + 900, (6, 50, 2), 1),
+           ((2, 16, 0), 60.0, [4, 6, 9], 2, False, 16, True),
+           ((3, 41, 2), 900.0, [0, 7, 1, 8, 4, 10], 3, False, 16, True),
+           ([4, 7, 2], NOW + 990, NOW + 1170, (0, 49, 1), -1),
+           ((4, 0, 0), 900.0, [11, 5, 3, 6], 2, False, 16, True)],
+    booked=[math.inf, NOW + 1080, math.inf, NOW + 750, NOW + 480, math.inf, NOW + 480, math.inf, math.inf,
+            NOW + 300, math.inf, math.inf], ring=3)
+
+
+# No candidate holds (one tried): the sure start counts the nodes that ever hold the job. Node 2 was not
+# searched (its bound is past the candidate); its level (2 cpus) is free from NOW + 300 on, never the
+# demand (3): a search that took it for a node that holds the job from its last instant answers otherwise.
+NEVER_HOLDS = dict(
+    free=[(4, 0, 0), (0, 0, 0), (0, 0, 0)], releases=[(1, NOW + 60, (4, 0, 0)), (2, NOW + 300, (2, 0, 0))],
+    steps=[([0], NOW + 930, NOW + 1170, (3, 0, 0), 1), ((3, 0, 0), 900.0, [0, 1, 2], 2, True, 1, False)],
+    booked=[NOW + 930] + [math.inf] * 11, ring=0)
+
+
 @settings(max_examples=600, deadline=None)
+@example(**LATER_CANDIDATE)
+@example(**NEVER_HOLDS)
 @given(free=st.lists(triple, min_size=1, max_size=12),
        releases=st.lists(st.tuples(st.integers(0, 11), at, triple), max_size=20),
        steps=st.lists(st.one_of(fold, ask), max_size=14),
