@@ -418,17 +418,19 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
         i, chunk = i + chunk, 2 * chunk
     return out
 
-# --- a one-node reservation's search over level bounds ------------------------------------------------
+# --- a reservation's search over level bounds ------------------------------------------------------
 #
 # A job on one node reserves the node of its eligible set whose earliest start is least (the first in
-# the set's order on ties: `slot`). `earliest_slot` finds it by searching every node's head; here each
-# node keeps, per demand level, the first of its instants that has that level free (`bounds`): a level
-# at most a job's demand in every resource is free no later than the demand, so a node whose bound is
-# no earlier than the best start found so far cannot be better, and only the nodes that can are
-# searched, each as `earliest_starts` would search it. A level is a demand rounded down to powers of
-# two (memory and gpu not compared where the job asks none); a decision makes a level the first time
-# a job of it reserves, and a fold logs the nodes it changed, which each level reads again when it is
-# next asked.
+# the set's order on ties: `slot`); a job on n nodes the first candidate start at which n hold it, and
+# failing every candidate the sure start (`core_kernel._when_quiet`). `earliest_slot` finds them by
+# searching every node's head; here each node keeps, per demand level, the first of its instants that
+# has that level free (`bounds`): a level at most a job's demand in every resource is free no later
+# than the demand, so a node whose bound is past the best start found so far (the n-th best, the
+# candidate being tried) cannot matter, and only the nodes that can are searched, each as
+# `earliest_starts` would search it. A level is a demand rounded down to powers of two (memory and
+# gpu not compared where the job asks none), or for whole-node jobs each node's capacity; a decision
+# makes a level the first time a job of it reserves, and a fold logs the nodes it changed, which each
+# level reads again when it is next asked.
 
 LEVELS = 128  # most levels a decision's bounds hold; past them a search is the plain one
 NOT_COMPARED = -(1 << 62)  # a level's threshold where the job asks none of a resource
