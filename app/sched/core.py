@@ -122,14 +122,15 @@ class CorePass:
         free = np.ascontiguousarray(np.stack(p.free), dtype=np.int64)
         cpu_part = (1.0 - cluster.cpu_load) * cluster.cpu_ghz
         room = cluster.cap.copy()  # (no booking's room known yet: `core_kernel._clear_by_bookings`)
+        self._job_columns(jobs)
+        levels = profile_kernels.levels_asked(self.cols[k.CPU : k.GPU + 1], self.cols[k.WHOLE] == 1)
         self.nodes = (free, cluster.cap, p.first_booking.copy(), p.booked.copy(), cpu_part, room,
-                      profile_kernels.new_bounds(self.times))
+                      profile_kernels.new_bounds(self.times, cluster.cap, levels))
         self.counters = np.zeros(8, dtype=np.int64)
         self.counters[k.WIDTH], self.counters[k.ANY_BOOKING] = width, p.any_booking
         self.counters[k.ANY_WINDOW] = p.any_window
         ev = self.evaluation
         self.coef = np.array([ev.cpu_weight / ev.cpu_ghz_min, ev.ram_weight / ev.ram_min_mib])
-        self._job_columns(jobs)
         self.sets = self._eligible_sets(free)
         may = self.rules.may_reserve
         may_reserve = np.ones(n_jobs, dtype=np.bool_) if may is _always else np.array(

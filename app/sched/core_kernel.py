@@ -34,8 +34,8 @@ questions and folds are `app.sched.profile_kernels`'. Besides them the pass keep
 Each shortcut gives the answer the plain pass gives, and the reference tests hold it to that. The
 pass counts the node rows its walks touch (`WORK`), which tests/sched/test_work_bound.py bounds, and
 the nodes its reservation searches search (`SEARCHED`): those the level bounds do not rule out
-(`profile_kernels.bound_slot`; every eligible node for a whole-node job, under memory_backfill, and for
-a multi-node job's later candidates), which it bounds too.
+(`profile_kernels.bound_slot`, for every candidate start and the sure start; every eligible node under
+memory_backfill), which it bounds too.
 
 The level bounds (`nodes[6]`, `profile_kernels.new_bounds`): per demand level, each node's first instant
 with that level free, made the first time a job of that level reserves; each fold logs the nodes it
@@ -738,6 +738,20 @@ def _common(times: np.ndarray, cum: np.ndarray, elig: np.ndarray, node_times: np
 
 
 @njit(cache=True, nogil=True)
+def _whole_able(cols: np.ndarray, j: int, elig: np.ndarray, cap: np.ndarray, booked: np.ndarray,
+                one_per_node: bool) -> np.ndarray:
+    """The nodes of `elig` that can ever hold whole-node job j (its demand within their capacity,
+    and not booked under one reservation per node), in their order: a search over them answers as
+    one over all of `elig` with the others never free."""
+    keep = np.empty(len(elig), dtype=np.bool_)
+    for i in range(len(elig)):
+        x = elig[i]
+        keep[i] = not (cap[0, x] < cols[CPU, j] or cap[1, x] < cols[MEM, j] or cap[2, x] < cols[GPU, j]
+                       or (one_per_node and booked[x]))
+    return elig[keep]
+
+
+@njit(cache=True, nogil=True)
 def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
               counters: np.ndarray, how: tuple) -> tuple[float, np.ndarray]:
     """The earliest instant n eligible nodes all hold job j, and those nodes; (NaN, none) if never."""
@@ -750,15 +764,17 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
     width, tries, any_booking = counters[WIDTH], rules[TRIES], counters[ANY_BOOKING] == 1
     one_per_node = rules[ONE_PER_NODE] == 1
     if cols[WHOLE, j] == 1:  # when each node able to hold the demand is idle for the whole run
-        counters[SEARCHED] += len(elig)
-        d = _need(cols, j, elig, cap, 1)
-        node_times = kernels.earliest(times, cum, elig, d, True, _EVERY, wall, grain, width)
-        for i in range(len(elig)):
-            x = elig[i]
-            if (cap[0, x] < cols[CPU, j] or cap[1, x] < cols[MEM, j] or cap[2, x] < cols[GPU, j]
-                    or (one_per_node and booked[x])):
-                node_times[i] = INF
-        return _common(times, cum, elig, node_times, d, True, _EVERY, n, wall, grain, width, first_booking,
+        able = _whole_able(cols, j, elig, cap, booked, one_per_node)  # (the others never start it)
+        d = _need(cols, j, able, cap, 1)
+        t, chosen, searched, node_times = kernels.bound_slot(times, cum, bounds, able, d, True, _EVERY, n,
+                                                             wall, grain, width, first_booking, any_booking,
+                                                             tries)
+        if searched >= 0:
+            counters[SEARCHED] += searched
+            return _when_quiet(times, able, node_times, n, grain) if np.isnan(t) else (t, chosen)
+        counters[SEARCHED] += len(able)
+        node_times = kernels.earliest(times, cum, able, d, True, _EVERY, wall, grain, width)
+        return _common(times, cum, able, node_times, d, True, _EVERY, n, wall, grain, width, first_booking,
                        any_booking, tries)
     d = _need(cols, j, elig[:0], cap, 1)
     check = np.array([True, cols[MEM, j] > 0, cols[GPU, j] > 0])
@@ -774,16 +790,17 @@ def _earliest(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tu
                                                  width)[0]
         return _common(times, cum, elig, node_times, d, NO, check, n, wall, grain, width, first_booking,
                        any_booking, tries)
+    # The nodes the level bounds rule out are not searched (`kernels.bound_slot`), where the bounds can say.
+    t, chosen, searched, node_times = kernels.bound_slot(times, cum, bounds, elig, d, NO, check, n, wall,
+                                                         grain, width, first_booking, any_booking, tries)
+    if searched >= 0:
+        counters[SEARCHED] += searched
+        return _when_quiet(times, elig, node_times, n, grain) if np.isnan(t) else (t, chosen)
     # the first candidate only: `earliest_starts` leaves INF the nodes whose start is past the n-th
-    # best, so a later candidate would miss those that are free by then. The nodes the level bounds
-    # rule out are not searched (`kernels.bound_slot`), where the bounds can say.
-    t, chosen, searched = kernels.bound_slot(times, cum, bounds, elig, d, check, n, wall, grain, width,
-                                             first_booking, any_booking, min(1, tries))
-    if searched < 0:
-        searched = len(elig)
-        _, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
-                                             rules[HEAD], first_booking, any_booking, min(1, tries))
-    counters[SEARCHED] += searched
+    # best, so a later candidate would miss those that are free by then
+    counters[SEARCHED] += len(elig)
+    _, t, chosen = kernels.earliest_slot(times, cum, elig, d, NO, check, n, wall, grain, width,
+                                         rules[HEAD], first_booking, any_booking, min(1, tries))
     if np.isnan(t) and n > 1:  # the later candidates, and the sure start, on every node's earliest start
         counters[SEARCHED] += len(elig)
         node_times = kernels.earliest(times, cum, elig, d, NO, check, wall, grain, width)

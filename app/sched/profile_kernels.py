@@ -363,6 +363,13 @@ def _by_bound(doubt: np.ndarray, bound: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
+def _columns(d: np.ndarray, part: np.ndarray, per_node: bool) -> np.ndarray:
+    """The demand columns of the nodes at places `part` (one column per node when `per_node`, else
+    the one column for all): a search of some of the nodes reads their own columns."""
+    return d[:, part] if per_node else d
+
+
+@njit(cache=True, nogil=True)
 def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np.ndarray, per_node: bool,
                     check: np.ndarray, n: int, walltime: float, grain: int, width: int, head: int,
                     first_booking: np.ndarray, any_booking: bool) -> np.ndarray:
@@ -387,7 +394,8 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     nth = _nth(out, n, scratch)
     more = partial[:n_partial][bound[partial[:n_partial]] >= -nth]
     if len(more):
-        exact = first_cover(times, cum, nodes[more], d, per_node, check, width, width)
+        exact = first_cover(times, cum, nodes[more], _columns(d, more, per_node), per_node, check, width,
+                            width)
         for j in range(len(more)):
             i = more[j]
             bound[i] = exact[j]
@@ -404,39 +412,72 @@ def earliest_starts(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, d: np
     i, chunk = 0, max(32, 2 * n)
     while i < len(order) and bound[order[i]] <= nth:
         part = order[i : i + chunk]
-        out[part] = earliest(times, cum, nodes[part], d, per_node, check, walltime, grain, width)
+        out[part] = earliest(times, cum, nodes[part], _columns(d, part, per_node), per_node, check, walltime,
+                             grain, width)
         nth = _nth(out, n, scratch)
         i, chunk = i + chunk, 2 * chunk
     return out
 
-# --- a one-node reservation's search over level bounds ------------------------------------------------
+# --- a reservation's search over level bounds ------------------------------------------------------
 #
 # A job on one node reserves the node of its eligible set whose earliest start is least (the first in
-# the set's order on ties: `slot`). `earliest_slot` finds it by searching every node's head; here each
-# node keeps, per demand level, the first of its instants that has that level free (`bounds`): a level
-# at most a job's demand in every resource is free no later than the demand, so a node whose bound is
-# no earlier than the best start found so far cannot be better, and only the nodes that can are
-# searched, each as `earliest_starts` would search it. A level is a demand rounded down to powers of
-# two (memory and gpu not compared where the job asks none); a decision makes a level the first time
-# a job of it reserves, and a fold logs the nodes it changed, which each level reads again when it is
-# next asked.
+# the set's order on ties: `slot`); a job on n nodes the first candidate start at which n hold it, and
+# failing every candidate the sure start (`core_kernel._when_quiet`). `earliest_slot` finds them by
+# searching every node's head; here each node keeps, per demand level, the first of its instants that
+# has that level free (`bounds`): a level at most a job's demand in every resource is free no later
+# than the demand, so a node whose bound is past the best start found so far (the n-th best, the
+# candidate being tried) cannot matter, and only the nodes that can are searched, each as
+# `earliest_starts` would search it. A level is a demand rounded down to powers of two (memory and
+# gpu not compared where the job asks none), or for whole-node jobs each node's capacity; a decision
+# makes a level the first time a job of it reserves, and a fold logs the nodes it changed, which each
+# level reads again when it is next asked.
 
-LEVELS = 128  # levels a decision's bounds hold; past them a search is the plain one
+LEVELS = 128  # most levels a decision's bounds hold; past them a search is the plain one
 NOT_COMPARED = -(1 << 62)  # a level's threshold where the job asks none of a resource
+WHOLE = -(1 << 61)  # the key of the whole-node level: each node's thresholds are its capacity (`full`)
 
 
-def new_bounds(times: np.ndarray, ring: int = 0) -> tuple[np.ndarray, ...]:
-    """Empty bounds for a profile of `times`' nodes: (keys (LEVELS, 3): each level's thresholds;
-    first (LEVELS, N): each node's first instant with the level free, INF if none; synced
-    (LEVELS,): how much of the log each level has read (-1: none yet, read every node); log
-    (`ring` (default 2 N), 3): what the folds changed, a ring (`log_fold`); state: [levels made,
-    folds logged]; hi: [the largest magnitude of an instant]). Rows of `first` are written only when
-    a level is made."""
+def new_bounds(times: np.ndarray, full: np.ndarray, levels: int = LEVELS,
+               ring: int = 0) -> tuple[np.ndarray, ...]:
+    """Empty bounds for a profile of `times`' nodes, room for `levels` levels (at most `LEVELS`: a
+    decision sizes it to the levels its jobs may ask, `levels_asked`): (keys (levels, 3): each
+    level's thresholds; first (levels, N): each node's first instant with the level free, INF if
+    none; synced (levels,): how much of the log each level has read (-1: none yet, read every node);
+    log (`ring` (default 2 N), 3): what the folds changed, a ring (`log_fold`); state: [levels made,
+    folds logged]; hi: [the largest magnitude of an instant]; full (3, N): each node's capacity, the
+    whole-node level's thresholds). Rows of `first` are written only when a level is made."""
     n = times.shape[1]
+    levels = max(1, min(levels, LEVELS))
     finite = times[np.isfinite(times)]
     hi = np.array([float(np.abs(finite).max()) if len(finite) else 0.0])
-    return (np.zeros((LEVELS, 3), dtype=np.int64), np.empty((LEVELS, n)), np.full(LEVELS, -1, dtype=np.int64),
-            np.empty((ring or max(2 * n, 64), 3)), np.zeros(2, dtype=np.int64), hi)
+    return (np.zeros((levels, 3), dtype=np.int64), np.empty((levels, n)), np.full(levels, -1, dtype=np.int64),
+            np.empty((ring or max(2 * n, 64), 3)), np.zeros(2, dtype=np.int64), hi,
+            np.ascontiguousarray(full, dtype=np.int64))
+
+
+@njit(cache=True, nogil=True)
+def levels_asked(demand: np.ndarray, whole: np.ndarray) -> int:
+    """How many distinct levels jobs of `demand` (3, J) (cpu, memory, gpu per node) and `whole`
+    (J: whole-node jobs, one level for all of them) can ask (`_level`'s keys): the rows their bounds
+    need."""
+    seen = np.empty((len(whole) + 1, 3), dtype=np.int64)
+    count = 0
+    for j in range(len(whole)):
+        if whole[j]:
+            c, m, g = WHOLE, WHOLE, WHOLE
+        else:
+            c, m, g = _keys(demand[0, j], demand[1, j], demand[2, j])
+        new = True
+        for row in range(count):
+            if seen[row, 0] == c and seen[row, 1] == m and seen[row, 2] == g:
+                new = False
+                break
+        if new:
+            seen[count, 0], seen[count, 1], seen[count, 2] = c, m, g
+            count += 1
+            if count == LEVELS:
+                break
+    return count
 
 
 @njit(cache=True, nogil=True)
@@ -469,15 +510,21 @@ def _floor2(v: int) -> int:
     return p
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _keys(c: int, m: int, g: int) -> tuple[int, int, int]:
+    """The level of demand (c, m, g), memory and gpu 0 where not compared: each rounded down to a
+    power of two, NOT_COMPARED where 0."""
+    return _floor2(c), _floor2(m) if m > 0 else NOT_COMPARED, _floor2(g) if g > 0 else NOT_COMPARED
+
+
 @njit(cache=True, nogil=True)
-def _level(bounds: tuple, c: int, m: int, g: int) -> int:
-    """The row of the level under demand (c, m, g), made if new; -1 when every row is taken."""
+def _level(bounds: tuple, lc: int, lm: int, lg: int) -> int:
+    """The row of the level of keys (lc, lm, lg), made if new; -1 when every row is taken."""
     keys, state = bounds[0], bounds[4]
-    lc, lm, lg = _floor2(c), _floor2(m) if m > 0 else NOT_COMPARED, _floor2(g) if g > 0 else NOT_COMPARED
     for row in range(state[0]):
         if keys[row, 0] == lc and keys[row, 1] == lm and keys[row, 2] == lg:
             return row
-    if state[0] == LEVELS:
+    if state[0] == keys.shape[0]:
         return -1
     row = state[0]
     keys[row, 0], keys[row, 1], keys[row, 2] = lc, lm, lg
@@ -498,37 +545,50 @@ def _first_with(times: np.ndarray, cum: np.ndarray, x: int, lc: int, lm: int, lg
     return INF
 
 
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
+def _first_of(times: np.ndarray, cum: np.ndarray, keys: np.ndarray, full: np.ndarray, row: int, x: int,
+              k: int) -> float:
+    """Node x's first instant from its k-th on with level `row` free: its thresholds, or for the
+    whole-node level the node's capacity."""
+    if keys[row, 0] == WHOLE:
+        return _first_with(times, cum, x, full[0, x], full[1, x], full[2, x], k)
+    return _first_with(times, cum, x, keys[row, 0], keys[row, 1], keys[row, 2], k)
+
+
 @njit(cache=True, nogil=True)
 def _sync(times: np.ndarray, cum: np.ndarray, bounds: tuple, row: int) -> None:
     """Level `row`'s bounds brought up to date with the folds logged since it last read the log (every
     node afresh, if it never did or the ring has turned over since). A fold that only took moves a
     bound only where it lay in the fold's span, and then later: the node is searched on from there."""
     keys, first, synced, log, state = bounds[:5]
-    lc, lm, lg = keys[row, 0], keys[row, 1], keys[row, 2]
+    full = bounds[6]
     if synced[row] < 0 or state[1] - synced[row] > len(log):
         for x in range(first.shape[1]):
-            first[row, x] = _first_with(times, cum, x, lc, lm, lg, 0)
+            first[row, x] = _first_of(times, cum, keys, full, row, x, 0)
     else:
         for p in range(synced[row], state[1]):
             code, lo, hi = log[p % len(log), 0], log[p % len(log), 1], log[p % len(log), 2]
             x = int(code) if code >= 0 else int(-code - 1)
             b = first[row, x]
             if code < 0:
-                first[row, x] = _first_with(times, cum, x, lc, lm, lg, 0)
+                first[row, x] = _first_of(times, cum, keys, full, row, x, 0)
             elif lo <= b < hi:
-                first[row, x] = _first_with(times, cum, x, lc, lm, lg, _bisect(times, x, times.shape[0], b))
+                at = _bisect(times, x, times.shape[0], b)
+                first[row, x] = _first_of(times, cum, keys, full, row, x, at)
     synced[row] = state[1]
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNTS)
-def _start_on(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, i: int, d: np.ndarray, check: np.ndarray,
-              walltime: float, grain: int, width: int, first_booking: np.ndarray, bound: float) -> float:
+def _start_on(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, i: int, d: np.ndarray, per_node: bool,
+              check: np.ndarray, walltime: float, grain: int, width: int, first_booking: np.ndarray,
+              bound: float) -> float:
     """`earliest_starts`' answer for node i of `nodes` where it searches the node: its first instant
     covering d (`first_cover`) when no booking starts before the job would end from it, else its
     exact earliest start (`earliest`), node by node without an array made. No instant before `bound`
     (the node's level bound) covers d, and the walltime is not negligible (`bound_slot`): none of them
-    can start the job, so both searches begin at `bound` (found by bisection, not instant by instant)."""
-    x, need, mem, gpu = nodes[i], _need(d, 0), check[1], check[2]
+    can start the job, so both searches begin at `bound` (found by bisection, not instant by instant).
+    Either way the node's exact earliest start (`earliest`'s), an instant of the node, or INF."""
+    x, need, mem, gpu = nodes[i], _need(d, i if per_node else 0), check[1], check[2]
     first, at = INF, _bisect(times, x, width, bound)
     for k in range(at, width):
         if times[k, x] == INF:
@@ -559,29 +619,40 @@ def _start_on(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, i: int, d: 
 
 @njit(cache=True, nogil=True)
 def bound_slot(times: np.ndarray, cum: np.ndarray, bounds: tuple, nodes: np.ndarray, d: np.ndarray,
-               check: np.ndarray, n: int, walltime: float, grain: int, width: int, first_booking: np.ndarray,
-               any_booking: bool, tries: int) -> tuple[float, np.ndarray, int]:
-    """`earliest_slot`'s (start, nodes) (NaN, none: no candidate held) for a job of one demand column
-    d on n nodes, searching only the nodes whose level bound does not rule them out; and how many
-    were searched. -1 searched when the bounds cannot say (every level taken, or a walltime so short
-    that `earliest` may start a node before its demand is free): the caller searches as before."""
-    c, m, g = d[0, 0], d[1, 0], d[2, 0]
-    row = _level(bounds, c, m if check[1] else 0, g if check[2] else 0)
+               per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int, width: int,
+               first_booking: np.ndarray, any_booking: bool,
+               tries: int) -> tuple[float, np.ndarray, int, np.ndarray]:
+    """A reservation's search over level bounds: `slot`'s (start, nodes) on every node's earliest
+    start, its first `tries` candidates for n > 1 (NaN, none: no candidate held), searching only the
+    nodes whose level bound does not rule them out; how many were searched; and each node's start as
+    the sure start (`core_kernel._when_quiet`) reads it when no candidate held (see `_later`; for
+    n = 1, none). d is one demand column (its level: `_keys`), or `per_node` each node's capacity for
+    a whole-node job (the whole-node level, compared on every resource). -1 searched when the
+    bounds cannot say (every level taken, or a walltime so short that `earliest` may start a node
+    before its demand is free): the caller searches as before."""
+    if per_node:
+        row = _level(bounds, WHOLE, WHOLE, WHOLE)
+    else:
+        lc, lm, lg = _keys(d[0, 0], d[1, 0] if check[1] else 0, d[2, 0] if check[2] else 0)
+        row = _level(bounds, lc, lm, lg)
     if row < 0 or not walltime > 1e-12 * bounds[5][0]:
-        return np.nan, nodes[:0], -1
+        return np.nan, nodes[:0], -1, np.empty(0)
     _sync(times, cum, bounds, row)
+    first = bounds[1][row]
     if n == 1:
-        return _one_node(times, cum, bounds[1][row], nodes, d, check, walltime, grain, width, first_booking)
-    node_times, searched = _n_least(times, cum, bounds[1][row], nodes, d, check, n, walltime, grain, width,
-                                    first_booking)
-    t, chosen = slot(times, cum, nodes, node_times, d, False, check, n, walltime, grain, width, first_booking,
-                     any_booking, tries)
-    return t, chosen, searched
+        t, chosen, searched = _one_node(times, cum, first, nodes, d, per_node, check, walltime, grain, width,
+                                        first_booking)
+        return t, chosen, searched, np.empty(0)
+    node_times, known, searched = _n_least(times, cum, first, nodes, d, per_node, check, n, walltime, grain,
+                                           width, first_booking)
+    t, chosen, more = _later(times, cum, first, nodes, node_times, known, d, per_node, check, n, walltime,
+                             grain, width, first_booking, any_booking, tries)
+    return t, chosen, searched + more, node_times
 
 
 @njit(cache=True, nogil=True)
 def _one_node(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.ndarray, d: np.ndarray,
-              check: np.ndarray, walltime: float, grain: int, width: int,
+              per_node: bool, check: np.ndarray, walltime: float, grain: int, width: int,
               first_booking: np.ndarray) -> tuple[float, np.ndarray, int]:
     """`slot` for one node: the node whose start is least, the first on ties; a node whose bound
     (`first`, by node) is no earlier than the best start yet is not searched."""
@@ -590,7 +661,8 @@ def _one_node(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.n
         if first[nodes[i]] >= best:
             continue
         searched += 1
-        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking, first[nodes[i]])
+        t = _start_on(times, cum, nodes, i, d, per_node, check, walltime, grain, width, first_booking,
+                      first[nodes[i]])
         if t < best:
             best, at = t, i
     if at < 0:
@@ -600,25 +672,79 @@ def _one_node(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.n
 
 @njit(cache=True, nogil=True)
 def _n_least(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.ndarray, d: np.ndarray,
-             check: np.ndarray, n: int, walltime: float, grain: int, width: int,
-             first_booking: np.ndarray) -> tuple[np.ndarray, int]:
+             per_node: bool, check: np.ndarray, n: int, walltime: float, grain: int, width: int,
+             first_booking: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Per node, its start where searched, else INF, as `slot` needs them for n nodes: every node
     whose start is at most the n-th least is searched (its bound is at most the n-th least start found
     when it comes, kept in a heap of the n least), so those and the n-th least are `earliest_starts`'
-    own; (the times, nodes searched)."""
+    own; (the times, which are exact (searched, or a bound of INF), the nodes searched). A node not
+    known has a bound above the n-th least start."""
     out = np.full(len(nodes), INF)
+    known = np.zeros(len(nodes), dtype=np.bool_)
     heap = np.full(n, INF)  # the n least starts found, the greatest at the root
     searched = 0
     for i in range(len(nodes)):
         b = first[nodes[i]]
+        known[i] = b == INF
         if b == INF or b > heap[0]:
             continue
         searched += 1
-        t = _start_on(times, cum, nodes, i, d, check, walltime, grain, width, first_booking, b)
+        known[i] = True
+        t = _start_on(times, cum, nodes, i, d, per_node, check, walltime, grain, width, first_booking, b)
         out[i] = t
         if t < heap[0]:
             _replace_root(heap, t)
-    return out, searched
+    return out, known, searched
+
+
+@njit(cache=True, nogil=True)
+def _later(times: np.ndarray, cum: np.ndarray, first: np.ndarray, nodes: np.ndarray, node_times: np.ndarray,
+           known: np.ndarray, d: np.ndarray, per_node: bool, check: np.ndarray, n: int, walltime: float,
+           grain: int, width: int, first_booking: np.ndarray, any_booking: bool,
+           tries: int) -> tuple[float, np.ndarray, int]:
+    """`common_start` on every node's earliest start, its first `tries` candidates, with only the
+    nodes searched that can matter; (start, nodes, nodes searched). A candidate is the next distinct
+    start above the last: before it is tried, every node not known whose bound is at most it is
+    searched (each may lower it), so every node starting at or before it is known and the rest start
+    after it, as `common_start` sees them. When none held, `core_kernel._when_quiet` reads of each
+    node only whether it ever holds the job, and then its last instant (a start is one of the node's
+    instants): a node not known holds the job from its last instant on when that instant covers d
+    (the stand-in start written is that instant), else it is searched."""
+    scratch, ok = np.empty(len(nodes)), np.empty(len(nodes), dtype=np.bool_)
+    searched = 0
+    t = _nth(node_times, n, scratch)
+    for attempt in range(tries):
+        if t == INF:
+            break
+        chosen = _held_at(times, cum, nodes, node_times, d, per_node, check, n, t,
+                          np.ceil((t + walltime) / grain) * grain, width, first_booking, any_booking, True,
+                          ok, scratch)
+        if len(chosen):
+            return t, chosen, searched
+        if attempt == tries - 1:
+            break
+        nxt = _next_above(node_times, t)
+        for i in range(len(nodes)):
+            if not known[i] and first[nodes[i]] <= nxt:
+                v = _start_on(times, cum, nodes, i, d, per_node, check, walltime, grain, width, first_booking,
+                              first[nodes[i]])
+                node_times[i], known[i] = v, True
+                searched += 1
+                nxt = min(nxt, v)  # (v > t: its bound is)
+        t = nxt
+    mem, gpu = check[1], check[2]
+    for i in range(len(nodes)):
+        if known[i]:
+            continue
+        x = nodes[i]
+        last = _bisect(times, x, width, INF) - 1
+        if _covered(cum, last, x, _need(d, i if per_node else 0), mem, gpu):
+            node_times[i] = times[last, x]
+        else:
+            node_times[i] = _start_on(times, cum, nodes, i, d, per_node, check, walltime, grain, width,
+                                      first_booking, first[x])
+            searched += 1
+    return np.nan, nodes[:0], searched
 
 
 @njit(cache=True, nogil=True, **NO_REFCOUNTS)

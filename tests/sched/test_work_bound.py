@@ -18,8 +18,9 @@ orders' does, and the nodes whose key a start changed are kept apart in short li
 The nodes a reservation's search searches (`PassResult.searched`) are those its level bounds do not rule
 out (`profile_kernels.bound_slot`): a deep pass (`priority`, `conservative`: every blocked job reserves)
 searched reservations x eligible nodes before them (conservative: 1,773 reservations, 6.0 million nodes
-on bench/workload.py's 10,000 nodes x 5,000 jobs; 574,000 with them), and is held here under a bound
-linear in pending + nodes, below every job searching its whole eligible set. Not bounded: `memory_backfill`
+on bench/workload.py's 10,000 nodes x 5,000 jobs; 574,000 with them; 235,000 once whole-node jobs and a
+multi-node job's later candidates and sure start are bounded too), and is held here under a bound linear
+in pending + nodes, below every job searching its whole eligible set. Not bounded: `memory_backfill`
 (one reservation per node) searches every eligible node still.
 """
 from __future__ import annotations
