@@ -15,7 +15,7 @@ from app.sched.model import Window
 from app.sched.narrow import narrow
 from app.store import index, reads
 from app.store.index import ClusterCache, Edit, IndexSource, Keys
-from app.store.kv import RedisKv
+from app.store.kv import RedisKv, index_kv
 from app.store.reads import Lease, Moved, RedisReadTx
 from tests.store.test_index import nodes, patch, started
 
@@ -146,3 +146,19 @@ def test_a_leased_reader_holds_writers_back_until_it_is_done(redis_url: str,
     client = cache.kv.r  # type: ignore[union-attr]
     client.zadd(k.readers, {"died": 1})  # a lease that lapsed long ago
     assert patch(cache, "t:l", version + 1, started("y", {"n001": (8, 0, 0)})) == version + 2
+
+
+def test_the_service_client_reads_and_writes_redis_through_hiredis(redis_url: str) -> None:
+    """The cache's client parses replies and packs commands with hiredis (a dependency): a pass on
+    a 160,000-node cluster sends ~80,000 keys and reads as many replies, which redis-py's pure
+    Python parser and packer made the largest part of the read (bench/README.md, nineteenth session)."""
+    kv = index_kv(redis_url)
+    assert isinstance(kv, RedisKv)
+    conn = kv.r.connection_pool.get_connection()
+    try:
+        assert type(conn._parser).__name__ == "_HiredisParser"
+        assert type(conn._command_packer).__name__ == "HiredisRespSerializer"
+        conn.send_command("PING")
+        assert conn.read_response() in ("PONG", b"PONG")
+    finally:
+        kv.r.connection_pool.release(conn)
