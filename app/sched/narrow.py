@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
+from operator import attrgetter
 from typing import Protocol
 
 import numpy as np
@@ -91,6 +92,9 @@ class Narrowed:
         return len(self.found)
 
 
+_shape = attrgetter("queue", "labels", "cpu", "mem_mib", "gpu", "exclusive")  # a job's distinct shape
+
+
 def classes(jobs: Iterable[Job], queues: Sequence[str] | None, rules: PartitionRules) -> list[DemandClass]:
     """Jobs grouped by what they search for; with `queues`, each job is looked for in every queue
     listed (queue migration may move it), else in its own. Jobs that differ only in memory, within
@@ -99,24 +103,27 @@ def classes(jobs: Iterable[Job], queues: Sequence[str] | None, rules: PartitionR
     would otherwise be thousands of classes. Whole-node jobs are grouped by their exact demand (each
     must find the nodes the full scan gives it)."""
     # first each distinct shape once: its first job, node-slots and widest job (jobs far outnumber shapes)
-    tally: dict[tuple, tuple[Job, list[int]]] = {}  # type: ignore[type-arg]
+    tally: dict[tuple, list] = {}  # type: ignore[type-arg]
     for job in jobs:
-        got = tally.get(key := (job.queue, job.labels, job.cpu, job.mem_mib, job.gpu, job.exclusive))
+        got = tally.get(key := _shape(job))
         if got is None:
-            tally[key] = (job, [job.nodes, job.nodes])
+            tally[key] = [job, job.nodes, job.nodes]
         else:
-            got[1][0] += job.nodes
-            got[1][1] = max(got[1][1], job.nodes)
+            got[1] += job.nodes
+            if job.nodes > got[2]:
+                got[2] = job.nodes
     shapes: dict[tuple, dict[Triple, int]] = defaultdict(dict)  # type: ignore[type-arg]
     slots: dict[tuple, int] = defaultdict(int)  # type: ignore[type-arg]
-    for job, (count, most) in tally.values():
-        search = (idle_label(job),) if job.exclusive else search_labels(job, rules)
-        size = job.mem_mib if job.exclusive else job.mem_mib.bit_length()
-        for q in queues if queues is not None else (job.queue,):
-            key = (q, job.labels, search, job.cpu, size, job.gpu, job.exclusive)
+    for (queue, labels, cpu, mem, gpu, exclusive), (job, count, most) in tally.items():
+        search = (idle_label(job),) if exclusive else search_labels(job, rules)
+        size = mem if exclusive else mem.bit_length()
+        demand = (cpu, mem, gpu)
+        for q in queues if queues is not None else (queue,):
+            key = (q, labels, search, cpu, size, gpu, exclusive)
             slots[key] += count
             widest = shapes[key]
-            widest[job.demand] = max(widest.get(job.demand, 0), most)
+            if widest.get(demand, -1) < most:
+                widest[demand] = most
     return [_merged(key, slots[key], shapes[key]) for key in sorted(slots, key=repr)]
 
 
