@@ -117,9 +117,9 @@ def test_a_client_that_leaves_frees_its_worker(server: tuple[subprocess.Popen[by
     _send(port, long_decision()).close()
     metric = 'hpcsched_decision_budget_hits_total{limit="stopped"} 1.0'
     seen = ""
-    # A first decision on a cold cache may compile loops the warm-up did not (minutes on a loaded
-    # machine, the GIL held), so the wait is the fixture's; unstopped, the decision would end
-    # without the metric and the test fails all the same.
+    # The wait is the fixture's start-up wait: once, on a loaded machine with a cold cache, 600 polls
+    # were not enough (the cause is not known; the warm-up leaves nothing to compile). Unstopped, the
+    # decision ends without the metric, and the test fails all the same.
     deadline = time.monotonic() + 300
     while metric not in seen and time.monotonic() < deadline:
         try:
