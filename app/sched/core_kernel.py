@@ -179,7 +179,7 @@ def _build_tree(free: np.ndarray, e_off: np.ndarray, e_rank: np.ndarray, t_off: 
             tree[r, base + i] = max(tree[r, base + 2 * i], tree[r, base + 2 * i + 1])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g: int) -> int:
     """The first place at or after p whose node has (c, m, g) free now (-1: none): the ranges in
     order from leaf p on, left to right, entering one only where its most covers the demand. The
@@ -201,16 +201,16 @@ def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g:
         i = 2 * i  # its left half first
 
 
-@njit(cache=True, nogil=True)
-def _shrunk(free: np.ndarray, sets: tuple, x: int) -> None:
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
+def _shrunk(free: np.ndarray, t_off: np.ndarray, t_size: np.ndarray, tree: np.ndarray, m_off: np.ndarray,
+            m_set: np.ndarray, m_pos: np.ndarray, x: int) -> None:
     """Node x's free fell: its leaf in every set it belongs to, and the ranges above it."""
-    t_off, t_size, tree, m_off, m_set, m_pos = sets[3:9]
     for k in range(m_off[x], m_off[x + 1]):
         e = m_set[k]
         _leaf(tree, t_off[e], t_size[e] + m_pos[k], free[0, x], free[1, x], free[2, x])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _leaf(tree: np.ndarray, base: int, i: int, c: int, m: int, g: int) -> None:
     """Tree leaf i (counted from the tree's root) holds (c, m, g), and each range above it the most
     under it: up to the first range whose most stays as it was (those above it are made of the same
@@ -237,7 +237,7 @@ def _leaf(tree: np.ndarray, base: int, i: int, c: int, m: int, g: int) -> None:
 # now (a stable sort of them all by key now), and stops at the n-th clear one. A set whose list is
 # full is ordered afresh.
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _key(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, x: int) -> float:
     """Node x's evaluation key now: minus its E, the lower the better (`selectors.evaluation`'s,
     operation for operation)."""
@@ -292,7 +292,7 @@ def _placed(e_off: np.ndarray, e_rank: np.ndarray, m_off: np.ndarray, m_set: np.
         m_moved[i] = False
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _entry(m_off: np.ndarray, m_set: np.ndarray, x: int, e: int) -> int:
     """Where node x's membership of set e is kept (`m_set`, `m_pos`, `m_moved`)."""
     i = m_off[x]
@@ -391,7 +391,7 @@ def _reordered(free: np.ndarray, cpu_part: np.ndarray, coef: np.ndarray, sets: t
     return hi - lo
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _short_known(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int, n: int) -> bool:
     """Whether a demand at most (c, m, g) found fewer than n nodes of set e free now earlier in the
     pass: free only shrinks, so this one finds no more."""
@@ -416,7 +416,7 @@ def _note_short(fr: np.ndarray, fr_n: np.ndarray, e: int, c: int, m: int, g: int
     _remember(fr, fr_n, e, covered, np.array([c, m, g, count], dtype=np.int64))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _blocked_known(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: int, n: int, until: float,
                    starts: int) -> bool:
     """Whether a job of the same demand, whose release came no later, found fewer than n nodes of set
@@ -468,7 +468,7 @@ def _remember(memory: np.ndarray, count: np.ndarray, e: int, covered: np.ndarray
     count[e] = kept + 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _known(j: int, cols: np.ndarray, walltime: np.ndarray, fr: np.ndarray, fr_n: np.ndarray, bl: np.ndarray,
            bl_n: np.ndarray, starts: int, now: float, grain: int) -> int:
     """SHORT or BLOCKED where the memories tell job j (not whole-node) cannot start, as `_start`
@@ -514,7 +514,7 @@ def _share(cap: int, after: int) -> tuple[float, float, int]:
     return (cap - after) / cap, after / cap, 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _clear_by_bookings(first_booking: np.ndarray, cap: np.ndarray, room: np.ndarray, x: int, c: int, m: int,
                        g: int, whole: bool, release: float) -> int:
     """Whether node x keeps the job's demand (whole: its capacity) free until `release` without
@@ -532,7 +532,7 @@ def _clear_by_bookings(first_booking: np.ndarray, cap: np.ndarray, room: np.ndar
     return 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _holds(times: np.ndarray, cum: np.ndarray, width: int, cap: np.ndarray, x: int, c: int, m: int, g: int,
            whole: bool, now: float, release: float) -> bool:
     """Whether node x's instants keep the demand (whole: its capacity) free from now to `release`."""
@@ -542,7 +542,7 @@ def _holds(times: np.ndarray, cum: np.ndarray, width: int, cap: np.ndarray, x: i
     return kernels.holds(times, cum, x, (c, m, g), m > 0, g > 0, now, release, width)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **kernels.NO_REFCOUNTS)
 def _able(free: np.ndarray, cap: np.ndarray, x: int, c: int, m: int, g: int, whole: bool) -> bool:
     """Whether node x has the demand free now (whole: could hold it, and is idle now)."""
     if whole:
@@ -616,15 +616,16 @@ def _start(j: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple
         return times, cum, False, fit >= n
     counters[STARTS] += 1
     d = _need(cols, j, chosen, cap, 1)
+    m_off, m_set, m_pos = sets[6], sets[7], sets[8]
     for i in range(n):
         x = chosen[i]
-        was = _key(free, cpu_part, coef, x)
+        was = _key(free, cpu_part, coef, x) if selector == EVALUATION else 0.0
         for r in range(3):
             free[r, x] -= d[r, i if whole else 0]
         if selector == EVALUATION:
             counters[WORK] += _shrunk_evaluated(free, cpu_part, coef, sets, x, was)
         else:
-            _shrunk(free, sets, x)
+            _shrunk(free, t_off, t_size, tree, m_off, m_set, m_pos, x)
     times, cum = _fold(times, cum, counters, chosen, now, until, d, whole, now, bounds)
     return times, cum, True, True
 
@@ -913,7 +914,7 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
     return times, cum, pos, done
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
          queues: tuple, out: tuple, how: tuple) -> tuple[np.ndarray, np.ndarray]:
     """§1 for job j: its promised slot given back; never fits, node down, behind a blocked job

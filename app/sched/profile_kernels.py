@@ -227,7 +227,7 @@ def _latest(nodes: np.ndarray, values: np.ndarray, ok: np.ndarray, n: int, scrat
     return out
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _bisect(times: np.ndarray, x: int, hi: int, t: float) -> int:
     """The first of node x's instants 0..hi-1 at or after t (hi if none): its instants ascend."""
     lo = 0
@@ -240,7 +240,7 @@ def _bisect(times: np.ndarray, x: int, hi: int, t: float) -> int:
     return lo
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def _insert(times: np.ndarray, cum: np.ndarray, x: int, m: int, t: float) -> int:
     """Add instant t (after instant 0) to node x's m instants, carrying the amounts before it, if
     it is missing; how many instants the node has then. Row m, padding, takes the shift."""

@@ -36,12 +36,11 @@ def test_the_tree_finds_the_nodes_a_scan_finds(sets, demand, takes) -> None:  # 
     m_off = np.arange(len(nodes) + 1, dtype=np.int64)
     m_set = (np.searchsorted(e_off, e_rank, side="right") - 1).astype(np.int64)
     m_pos = (e_rank - e_off[m_set]).astype(np.int64)
-    trees = (e_off, e_rank, e_rank, t_off, t_size, tree, m_off, m_set, m_pos, None, None)
     c, m, g = demand
     for x, dc, dm, dg in [(-1, 0, 0, 0), *takes]:
         if 0 <= x < len(nodes):
             free[:, x] -= (dc, dm, dg)
-            k._shrunk(free, trees, x)
+            k._shrunk(free, t_off, t_size, tree, m_off, m_set, m_pos, x)
         for e, size in enumerate(sizes):
             found, p = [], k._next_fit(tree, t_off[e], t_size[e], 0, c, m, g)
             while p >= 0:
