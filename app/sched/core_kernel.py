@@ -190,7 +190,7 @@ def _next_fit(tree: np.ndarray, base: int, size: int, p: int, c: int, m: int, g:
     i = size + p
     while True:
         while not (tree[0, base + i] >= c and (m == 0 or tree[1, base + i] >= m)
-                   and (g == 0 or tree[2, base + i] >= g)):  # (no call in here: see `_clear_by_bookings`)
+                   and (g == 0 or tree[2, base + i] >= g)):
             while i & 1:  # a right child: its parent's range is done too
                 i >>= 1
             if i == 0:
@@ -520,8 +520,8 @@ def _clear_by_bookings(first_booking: np.ndarray, cap: np.ndarray, room: np.ndar
     """Whether node x keeps the job's demand (whole: its capacity) free until `release` without
     delaying a booking, as far as its bookings tell: 1 surely (its first booking starts at or after
     then), -1 surely not (that booking leaves it too little room: `room`), 0 its instants must say
-    (`_holds`). (No call in here: a helper that calls another counts its arrays in and out at each
-    call, several times the cost of these tests, so the caller asks `_holds` itself.)"""
+    (`_holds`). Like the other helpers called per node, compiled without reference counting
+    (`profile_kernels.NO_REFCOUNTS`): a call counts none of the arrays it is handed."""
     if first_booking[x] >= release:
         return 1
     if whole:
