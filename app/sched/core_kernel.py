@@ -422,7 +422,7 @@ def _blocked_known(bl: np.ndarray, bl_n: np.ndarray, e: int, c: int, m: int, g: 
     """Whether a job of the same demand, whose release came no later, found fewer than n nodes of set
     e clear of bookings until it, with no start since (so as many nodes have the demand free now as
     it found, at least n): bookings only grow and free room only shrinks, so this one finds no more
-    clear, and it is blocked by a booking. (A promise given back empties the memory: `_one`.) The
+    clear, and it is blocked by a booking. (A promise given back empties the memory: `run`.) The
     entries are read newest first, up to the first made before the last start."""
     for i in range(bl_n[e] - 1, -1, -1):
         if bl[e, i, 6] != starts:
@@ -876,13 +876,19 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
     queue that made its reservations, or had a job deferred, goes to `left` instead (looked at
     after, in that order). Each job's outcome, nodes (`o_nodes[o_off[j]:]`) and reservation start
     are written, and the jobs in the order they were answered (`seq`). (times, cum, position, jobs
-    looked at)."""
-    cols, walltime, may, never, held = jobs[0], jobs[1], jobs[2], jobs[3], jobs[7]
+    looked at).
+
+    §1 for each job: its promised slot given back; never fits, node down, behind a blocked job
+    (fcfs); else start, reserve or wait. The bundles are unpacked here once, not in a helper per
+    job: a compiled call counts every array it is handed (each tuple's members) up and down, and
+    that counting was most of a job's cost where the job starts at once."""
+    cap, room, bounds = nodes[1], nodes[5], nodes[6]
+    cols, walltime, may, never, promise, p_off, p_nodes, held = jobs
     fr, fr_n, bl, bl_n = sets[9], sets[10], sets[11], sets[12]
     reserved_in, stopped_by, deferred = queues
-    outcome, seq, left, counters = out[0], out[5], out[6], out[7]
-    depth, stop_at_block = how[0][DEPTH], how[0][STOP_AT_BLOCK]
-    now, grain = how[3], how[4]
+    outcome, aux, start_at, seq, left, counters = out[0], out[1], out[4], out[5], out[6], out[7]
+    rules, now, grain = how[0], how[3], how[4]
+    depth, stop_at_block = rules[DEPTH], rules[STOP_AT_BLOCK]
     done = 0
     while pos < len(order) and (done < looks or not evaluate):
         j = order[pos]
@@ -902,60 +908,44 @@ def run(order: np.ndarray, pos: int, looks: int, defer: bool, evaluate: bool, ti
         done += 1
         if (cols[WHOLE, j] == 0 and never[j] == 0 and not held[j] and stopped_by[q] < 0
                 and (reserved_in[q] >= depth or not may[j])):
-            # a job that cannot reserve, known short or blocked: `_one`'s answer told here (the call,
-            # which hands over every array of the pass, costs several times the test)
+            # a job that cannot reserve, known short or blocked: its answer told without a search
             known = _known(j, cols, walltime, fr, fr_n, bl, bl_n, counters[STARTS], now, grain)
             if known != LOOKING:
                 outcome[j] = known
                 if stop_at_block:
                     stopped_by[q] = j
                 continue
-        times, cum = _one(j, q, times, cum, nodes, sets, jobs, queues, out, how)
+        promised = np.nan
+        if held[j]:  # its promised slot is its own again: it finds that slot free (or better)
+            held[j] = False
+            promised = promise[j]
+            chosen = p_nodes[p_off[j] : p_off[j + 1]]
+            end = np.ceil((promised + walltime[j]) / grain) * grain
+            times, cum = _fold(times, cum, counters, chosen, promised, end, _need(cols, j, chosen, cap, -1),
+                               cols[WHOLE, j] == 1, now, bounds)
+            for x in chosen:  # (the room its slot left is no longer sure)
+                for r in range(3):
+                    room[r, x] = cap[r, x]
+            bl_n[:] = 0  # (nor what found too few nodes clear)
+        if never[j] != 0:
+            outcome[j] = NEVER_FITS if never[j] == 1 else NODE_DOWN
+            continue
+        if stopped_by[q] >= 0:
+            outcome[j], aux[j] = BEHIND, stopped_by[q]
+            continue
+        times, cum, started, fits = _start(j, times, cum, nodes, sets, jobs, out, how)
+        if started:
+            outcome[j] = BACKFILL if reserved_in[q] > 0 else START
+            continue
+        outcome[j] = BLOCKED if fits else SHORT
+        if reserved_in[q] < depth and may[j]:
+            times, cum, t = _reserve(j, promised, times, cum, nodes, sets, jobs, out, how)
+            if not np.isnan(t):
+                outcome[j], start_at[j] = RESERVED, t
+                reserved_in[q] += 1
+        if stop_at_block:
+            stopped_by[q] = j
     return times, cum, pos, done
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _one(j: int, q: int, times: np.ndarray, cum: np.ndarray, nodes: tuple, sets: tuple, jobs: tuple,
-         queues: tuple, out: tuple, how: tuple) -> tuple[np.ndarray, np.ndarray]:
-    """§1 for job j: its promised slot given back; never fits, node down, behind a blocked job
-    (fcfs); else start, reserve or wait."""
-    cap = nodes[1]
-    cols, walltime, may, never, promise, p_off, p_nodes, held = jobs
-    reserved_in, stopped_by, _ = queues
-    outcome, aux, start_at, counters = out[0], out[1], out[4], out[7]
-    rules, now, grain = how[0], how[3], how[4]
-    promised = np.nan
-    if held[j]:  # its promised slot is its own again: it finds that slot free (or better)
-        held[j] = False
-        promised = promise[j]
-        chosen = p_nodes[p_off[j] : p_off[j + 1]]
-        end = np.ceil((promised + walltime[j]) / grain) * grain
-        times, cum = _fold(times, cum, counters, chosen, promised, end, _need(cols, j, chosen, cap, -1),
-                           cols[WHOLE, j] == 1, now, nodes[6])
-        room = nodes[5]
-        for x in chosen:  # (the room its slot left is no longer sure)
-            for r in range(3):
-                room[r, x] = cap[r, x]
-        sets[12][:] = 0  # (nor what found too few nodes clear)
-    if never[j] != 0:
-        outcome[j] = NEVER_FITS if never[j] == 1 else NODE_DOWN
-        return times, cum
-    if stopped_by[q] >= 0:
-        outcome[j], aux[j] = BEHIND, stopped_by[q]
-        return times, cum
-    times, cum, started, fits = _start(j, times, cum, nodes, sets, jobs, out, how)
-    if started:
-        outcome[j] = BACKFILL if reserved_in[q] > 0 else START
-        return times, cum
-    outcome[j] = BLOCKED if fits else SHORT
-    if reserved_in[q] < rules[DEPTH] and may[j]:
-        times, cum, t = _reserve(j, promised, times, cum, nodes, sets, jobs, out, how)
-        if not np.isnan(t):
-            outcome[j], start_at[j] = RESERVED, t
-            reserved_in[q] += 1
-    if rules[STOP_AT_BLOCK]:
-        stopped_by[q] = j
-    return times, cum
 
 
 def warm() -> None:
