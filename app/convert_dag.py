@@ -50,7 +50,7 @@ class Problems:
 
     def raise_if_any(self) -> None:
         if self.items:
-            raise InputError(self.items[:100])
+            raise InputError(self.items)  # (the answer lists the first 100: api.errors.listed)
 
 
 def _duplicates(ids: Iterable[str], where: Loc, what: str, out: Problems) -> None:

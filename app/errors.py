@@ -60,6 +60,7 @@ ERROR_CODES: dict[str, tuple[int, str]] = {
     "empty_window": (422, "a window whose end is not after its start"),
     "busy": (422, "a node to remove still runs jobs: end them first"),
     "cycle": (422, "the workflow's edges form a cycle"),
+    "more_errors": (422, "the last entry of a 422 listing its first 100: how many more, of which types"),
     "no_group": (422, "a task no resource group can run"),
     "bad_split": (422, "the queues' node counts do not add up to the machine's"),
     "swf_syntax": (422, "a line of the SWF trace that cannot be read"),

@@ -115,6 +115,45 @@ def test_every_problem_is_reported_not_only_the_first(client: Client) -> None:
     assert ["body", "running", 0, "allocation", 0, "node"] in locs
 
 
+def _nodes(n: int, **extra: Any) -> list[Body]:
+    return [{"id": f"x{i}", "queue": "batch", "capacity": {"cpu": 4}, **extra} for i in range(n)]
+
+
+@pytest.mark.parametrize("wrong", [130, 100])
+def test_a_422_lists_its_first_100_problems_and_counts_the_rest(client: Client, wrong: int) -> None:
+    """One mistake repeated in many nodes (an unknown field: pydantic's check; a queue no node
+    serves: the service's own) is listed up to 100 times; a last entry says how many more, and of
+    which types. At 100 or fewer, every one is listed and nothing is added."""
+    shape = client.post("/schedule", json=body(lambda b: b["nodes"].extend(_nodes(wrong, colour="red"))))
+    own = client.post("/schedule", json=body(lambda b: b["nodes"].extend(
+        [n | {"queues": ["batch"], "queue": "elsewhere"} for n in _nodes(wrong)])))
+    for r, kind in ((shape, "extra_forbidden"), (own, "not_in_queues")):
+        assert r.status_code == 422
+        detail = r.json()["detail"]
+        listed = [d for d in detail if d["type"] == kind]
+        assert len(listed) == min(wrong, 100)
+        assert [d["loc"][2] for d in listed] == list(range(3, 3 + len(listed)))  # the first ones, in order
+        if wrong > 100:
+            assert len(detail) == 101 and detail[-1]["type"] == "more_errors"
+            assert detail[-1]["msg"].startswith(f"{wrong - 100} more problems") and f"{kind} {wrong - 100}" \
+                in detail[-1]["msg"]
+        else:
+            assert len(detail) == wrong and all(d["type"] != "more_errors" for d in detail)
+
+
+def test_a_dag_with_many_problems_says_how_many_it_did_not_list(client: Client) -> None:
+    """The DAG's checks listed their first 100 problems and dropped the rest without a word."""
+    from schemas.dag import EXAMPLE as DAG
+
+    dag = copy.deepcopy(DAG)
+    dag["edges"] += [{"from": "split", "to": f"ghost{i}"} for i in range(150)]
+    r = client.post("/dag/plan", json=dag)
+    assert r.status_code == 422
+    detail = r.json()["detail"]
+    assert len(detail) == 101 and detail[-1]["type"] == "more_errors"
+    assert detail[-1]["msg"].startswith("50 more problems")
+
+
 @pytest.mark.parametrize("raw", [b"{not json", b"", b"[]", b"null", b'{"now": "soon"}'],
                          ids=["malformed", "empty", "array", "null", "wrong type"])
 def test_non_object_bodies_are_422(client: Client, raw: bytes) -> None:

@@ -3,6 +3,7 @@ edited into the inconsistent readings, stalled releases and lost caches of issue
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -19,10 +21,13 @@ from app.bridges.slurm.cycle import Bridge
 from app.bridges.slurm.layout import block_fill
 from app.bridges.slurm.read import PINNED, Ask, SlurmText
 from app.bridges.slurm.runner import RecordedRunner
-from app.bridges.slurm.service import InProcess, in_process
+from app.bridges.slurm.service import InProcess, OverHttp, in_process
 from app.bridges.slurm.state import BridgeState, state_path
+from app.main import create_app
+from app.settings import Settings
 from schemas.schedule import ScheduleRequest, ScheduleResponse
 from tests.bridges import recorded
+from tests.conftest import Client
 
 REPO = Path(__file__).resolve().parents[2]
 Jobs = list[dict[str, Any]]
@@ -139,6 +144,31 @@ def test_an_impossible_pending_job_is_set_aside_with_its_reason(tmp_path: Path) 
     assert "partition batch has 6" in rep.aside["20"] and "set aside" in commented(cmds, "20")
     assert "refused by the service" in rep.aside["22"] and "set aside" in commented(cmds, "22")
     assert b.state.explain["22"]["reason"] == "set_aside"
+
+
+class JsonClient(Client):
+    """The ASGI app as `OverHttp`'s client: every request declared JSON, as its httpx.Client does."""
+
+    def request(self, method: str, url: str, **kw: Any) -> httpx.Response:
+        return super().request(method, url, **kw | {"headers": {"content-type": "application/json",
+                                                                **(kw.get("headers") or {})}})
+
+
+def test_more_refused_jobs_than_a_422_lists_are_all_set_aside_in_one_cycle(tmp_path: Path) -> None:
+    """250 jobs the service refuses (one user's array, cpu × mem per cpu beyond the bound), over
+    HTTP: a 422 lists 100 problems, so the bridge asks three more times, each time without those
+    named, and the other jobs still start in the same cycle (it gave up after three refusals)."""
+    def bad(jobs: Jobs) -> None:
+        model = job(jobs, 22)
+        model.update(memory_per_node=None, memory_per_cpu=2**31, cpus=8, node_count=1, max_nodes=1)
+        jobs.extend({**copy.deepcopy(model), "job_id": 5000 + i} for i in range(249))
+    service = OverHttp("http://test")
+    service.client = JsonClient(create_app(Settings()))  # type: ignore[assignment]
+    b = bridge(tmp_path, edited(bad), decide=service)
+    rep = b.cycle()
+    refused = {"22"} | {str(5000 + i) for i in range(249)}
+    assert rep.ok and rep.started and not refused & set(released(b.runner.commands))  # type: ignore[attr-defined]
+    assert refused <= set(rep.aside) and all("refused by the service" in rep.aside[j] for j in refused)
 
 
 # --- reconciling released jobs --------------------------------------------------------------------

@@ -33,7 +33,6 @@ from schemas.schedule import ScheduleRequest, ScheduleResponse
 
 log = logging.getLogger("hpcsched.slurm")
 RELEASE_BATCH = 200
-RETRIES = 3
 POLL_S = 0.25  # how often the loop looks at Slurm's job counters between cycles
 FACTORS_EVERY = 6  # cycles between two reads of parked jobs' priority factors (`sprio`)
 EMPTY = ScheduleResponse.model_construct(starts=[], reservations=[], migrations=[], pending=[], priorities=[])
@@ -180,17 +179,16 @@ class Bridge:
 
     def _decision(self, view: SlurmView, rep: CycleReport) -> ScheduleResponse | None:
         """Set aside what the read cannot say, then ask; a request the service refuses for some
-        pending jobs is asked again without them, and a cached cluster it lost (or answered from
-        another version) is PUT and asked again, all in this cycle."""
+        pending jobs is asked again without them, as often as it names more (a 422 lists its first
+        100 problems: 300 refused jobs take three refusals), and a cached cluster it lost (or
+        answered from another version) is PUT and asked again, all in this cycle."""
         rep.aside.update(set_aside(view))
-        for _ in range(RETRIES):
-            if not view.pending:
-                return None
+        while view.pending:  # each refusal sets aside at least one job (`_refused`), so this ends
             try:
                 return self._ask(view)
             except RefusedError as exc:
                 self._refused(view, exc, rep)
-        raise RuntimeError(f"the service still refused the request after {RETRIES} tries")
+        return None
 
     def _refused(self, view: SlurmView, exc: RefusedError, rep: CycleReport) -> None:
         bad = refused_jobs(exc.details, view)
