@@ -96,8 +96,17 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
 @njit(cache=True, nogil=True, **NO_REFCOUNTS)
 def holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
           t: float, end: float, w: int) -> bool:
-    """Whether every one of node x's first w instants that overlaps [t, end) covers `need`."""
-    for k in range(w):
+    """Whether every one of node x's first w instants that overlaps [t, end) covers `need`. The
+    instants before the one in force at t (the next after them is at or before t) overlap none of
+    it: the walk starts at that one, found by bisection."""
+    lo, hi = 0, w  # the first of the w instants after t (w if none)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if times[mid, x] <= t:
+            lo = mid + 1
+        else:
+            hi = mid
+    for k in range(max(lo - 1, 0), w):
         if times[k, x] >= end:
             break
         after = times[k + 1, x] if k + 1 < w else INF
@@ -273,7 +282,8 @@ def fold(times: np.ndarray, cum: np.ndarray, nodes: np.ndarray, t0: float, t1: f
             m = _insert(times, cum, x, m, t0)
         if add1:
             m = _insert(times, cum, x, m, t1)
-        for k in range(m):
+        # (from now on: every instant before t1; else from t0's instant, found by bisection)
+        for k in range(0 if t0 <= now else _bisect(times, x, m, t0), m):
             tk = times[k, x]
             if tk >= t1:
                 break
