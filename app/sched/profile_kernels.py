@@ -97,16 +97,9 @@ def first_cover(times: np.ndarray, cum: np.ndarray, cols: np.ndarray, d: np.ndar
 def holds(times: np.ndarray, cum: np.ndarray, x: int, need: tuple[int, int, int], mem: bool, gpu: bool,
           t: float, end: float, w: int) -> bool:
     """Whether every one of node x's first w instants that overlaps [t, end) covers `need`. The
-    instants before the one in force at t (the next after them is at or before t) overlap none of
-    it: the walk starts at that one, found by bisection."""
-    lo, hi = 0, w  # the first of the w instants after t (w if none)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if times[mid, x] <= t:
-            lo = mid + 1
-        else:
-            hi = mid
-    for k in range(max(lo - 1, 0), w):
+    instants before the last one under t overlap none of it: the walk starts there (`_bisect`; an
+    instant that ends at t is passed over by the test below)."""
+    for k in range(max(_bisect(times, x, w, t) - 1, 0), w):
         if times[k, x] >= end:
             break
         after = times[k + 1, x] if k + 1 < w else INF
